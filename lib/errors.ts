@@ -1,0 +1,63 @@
+/** Base class of every error the library throws on purpose. */
+export class LockError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Names a lock in messages: one name or the names of a multi-lock. */
+function describe(lockName: string | readonly string[]): string {
+  return Array.isArray(lockName) ? `[${lockName.map((n) => `"${n}"`).join(', ')}]` : `"${lockName}"`;
+}
+
+/**
+ * The lock was not acquired within `waitTime`. `statusCode` 423 lets Nest's HTTP layer answer
+ * 423 Locked instead of 500 even without the library's exception filter.
+ */
+export class LockTimeoutError extends LockError {
+  readonly statusCode = 423;
+  constructor(
+    readonly lockName: string | readonly string[],
+    readonly waitTime: number,
+  ) {
+    super(`Lock ${describe(lockName)} was not acquired within ${waitTime} ms`);
+  }
+}
+
+/** `unlock()` by an owner that does not hold the lock (never held it, released it, or lost it). */
+export class LockNotHeldError extends LockError {
+  constructor(readonly lockName: string) {
+    super(`Lock "${lockName}" is not held by the current owner`);
+  }
+}
+
+/** The lock was lost while held: its renewal found it gone (expired, force-unlocked, failover). */
+export class LockLostError extends LockError {
+  constructor(
+    readonly lockName: string,
+    reason = 'renewal found it no longer held',
+  ) {
+    super(`Lock "${lockName}" was lost: ${reason}`);
+  }
+}
+
+/** A key template that cannot be used: unknown parameter at bootstrap, or an unusable value at call time. */
+export class KeyTemplateError extends LockError {}
+
+/** A write lock asked by an owner that holds only the read lock of the same name: a certain deadlock. */
+export class LockUpgradeError extends LockError {
+  constructor(readonly lockName: string) {
+    super(
+      `Write lock "${lockName}" was requested while holding only its read lock; ` +
+        'upgrading would deadlock: release the read lock first',
+    );
+  }
+}
+
+/** A wait interrupted because the LockModule is shutting down. */
+export class LockShutdownError extends LockError {
+  constructor(readonly lockName?: string) {
+    super(lockName ? `LockModule is shutting down: wait for "${lockName}" cancelled` : 'LockModule is shutting down');
+  }
+}

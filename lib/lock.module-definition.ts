@@ -1,0 +1,15 @@
+import { ConfigurableModuleBuilder } from '@nestjs/common';
+import type { LockModuleOptions } from './lock.options';
+
+export const {
+  ConfigurableModuleClass: ConfigurableLockModule,
+  MODULE_OPTIONS_TOKEN: LOCK_MODULE_OPTIONS,
+  OPTIONS_TYPE: LOCK_MODULE_OPTIONS_TYPE,
+  ASYNC_OPTIONS_TYPE: LOCK_MODULE_ASYNC_OPTIONS_TYPE,
+} = new ConfigurableModuleBuilder<LockModuleOptions>()
+  .setClassMethodName('forRoot')
+  .setExtras({ isGlobal: false }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+  .build();
+
+/** Validated options with defaults filled in. */
+export const RESOLVED_LOCK_OPTIONS = Symbol('RESOLVED_LOCK_OPTIONS');

@@ -1,0 +1,115 @@
+import Redis, { Cluster, RedisOptions } from 'ioredis';
+import { INVALID_OPTION, UNKNOWN_OPTION } from './lock.messages';
+
+/** An ioredis client the user owns (never closed by the library), a URL, or ioredis options. */
+export type RedisConnectionOption = Redis | Cluster | RedisOptions | string;
+
+export interface RedLockOptions {
+  /** Independent Redis masters (not replicas of each other, not one cluster). */
+  clients: RedisConnectionOption[];
+}
+
+export interface LockModuleOptions {
+  /** Default `redis://127.0.0.1:6379`. A client passed in is used as is and never closed. */
+  redis?: RedisConnectionOption;
+  /** Prefix of every Redis key. Default `'lock:'`. */
+  keyPrefix?: string;
+  /** Lease of a lock taken without `leaseTime`, renewed every third of it. Default 30000 ms. */
+  watchdogTimeout?: number;
+  /** `waitTime` of `run` and the decorators when none is given. Default 5000 ms. */
+  defaultWaitTime?: number;
+  /** How long a fair-lock waiter stays in line without a heartbeat. Default 5000 ms. */
+  fairLockWaiterTimeout?: number;
+  /** Masters for `LockService.getRedLock`. */
+  redlock?: RedLockOptions;
+  /** Register the module globally. */
+  isGlobal?: boolean;
+}
+
+export interface ResolvedLockOptions {
+  readonly redis: RedisConnectionOption;
+  readonly keyPrefix: string;
+  readonly watchdogTimeout: number;
+  readonly defaultWaitTime: number;
+  readonly fairLockWaiterTimeout: number;
+  readonly redlock: RedLockOptions | undefined;
+}
+
+export const LOCK_OPTION_DEFAULTS = {
+  redis: 'redis://127.0.0.1:6379',
+  keyPrefix: 'lock:',
+  watchdogTimeout: 30_000,
+  defaultWaitTime: 5_000,
+  fairLockWaiterTimeout: 5_000,
+} as const;
+
+const KNOWN_OPTIONS = [
+  'redis',
+  'keyPrefix',
+  'watchdogTimeout',
+  'defaultWaitTime',
+  'fairLockWaiterTimeout',
+  'redlock',
+  'isGlobal',
+] as const;
+
+/** The watchdog renews every third of the lease: below this it would spin. */
+const MIN_WATCHDOG_TIMEOUT = 30;
+
+export function isRedisClient(value: unknown): value is Redis | Cluster {
+  return value instanceof Redis || value instanceof Cluster;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+}
+
+function checkRedis(option: string, value: unknown): RedisConnectionOption {
+  if (isRedisClient(value) || isPlainObject(value)) return value as RedisConnectionOption;
+  if (typeof value === 'string' && /^(rediss?|unix):\/\/\S+$/.test(value)) return value;
+  throw new Error(
+    INVALID_OPTION(option, 'an ioredis Redis/Cluster instance, ioredis options or a redis:// URL', value),
+  );
+}
+
+function checkMs(option: string, value: unknown, min: number): number {
+  if (typeof value === 'number' && Number.isFinite(value) && value >= min) return value;
+  throw new Error(INVALID_OPTION(option, `a finite number of milliseconds >= ${min}`, value));
+}
+
+/** Validates the module options and fills in defaults; throws an error naming the first bad option. */
+export function resolveLockOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
+  const raw: Record<string, unknown> = { ...(options ?? {}) };
+  if (options !== undefined && !isPlainObject(options) && typeof options !== 'object') {
+    throw new Error(INVALID_OPTION('options', 'an object', options));
+  }
+  for (const key of Object.keys(raw)) {
+    if (!(KNOWN_OPTIONS as readonly string[]).includes(key)) throw new Error(UNKNOWN_OPTION(key, KNOWN_OPTIONS));
+  }
+  const pick = <K extends keyof typeof LOCK_OPTION_DEFAULTS>(key: K): unknown =>
+    raw[key] === undefined ? LOCK_OPTION_DEFAULTS[key] : raw[key];
+
+  const keyPrefix = pick('keyPrefix');
+  if (typeof keyPrefix !== 'string') throw new Error(INVALID_OPTION('keyPrefix', 'a string', keyPrefix));
+
+  let redlock: RedLockOptions | undefined;
+  if (raw.redlock !== undefined) {
+    const clients = isPlainObject(raw.redlock) ? raw.redlock.clients : undefined;
+    if (!Array.isArray(clients) || clients.length === 0) {
+      throw new Error(INVALID_OPTION('redlock', '{ clients: [...] } with at least one Redis master', raw.redlock));
+    }
+    redlock = { clients: clients.map((client, i) => checkRedis(`redlock.clients[${i}]`, client)) };
+  }
+  if (raw.isGlobal !== undefined && typeof raw.isGlobal !== 'boolean') {
+    throw new Error(INVALID_OPTION('isGlobal', 'a boolean', raw.isGlobal));
+  }
+
+  return {
+    redis: checkRedis('redis', pick('redis')),
+    keyPrefix,
+    watchdogTimeout: checkMs('watchdogTimeout', pick('watchdogTimeout'), MIN_WATCHDOG_TIMEOUT),
+    defaultWaitTime: checkMs('defaultWaitTime', pick('defaultWaitTime'), 0),
+    fairLockWaiterTimeout: checkMs('fairLockWaiterTimeout', pick('fairLockWaiterTimeout'), MIN_WATCHDOG_TIMEOUT),
+    redlock,
+  };
+}

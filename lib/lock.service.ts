@@ -1,0 +1,53 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { INVALID_LOCK_NAME } from './lock.messages';
+import type { BaseLock } from './locks/base-lock';
+import type { Lock, LockRunContext, RunOptions } from './locks/lock';
+import { MultiLock } from './locks/multi-lock';
+import { ReentrantLock } from './locks/reentrant-lock';
+import { LockEngine } from './runtime/lock-engine';
+import { runLocked } from './runtime/run-locked';
+
+export function checkLockName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || name.length === 0) throw new TypeError(INVALID_LOCK_NAME(name));
+}
+
+/** Reentrant locks, multi-locks and RedLock, plus `run` for the common acquire/work/release shape. */
+@Injectable()
+export class LockService {
+  constructor(@Inject(LockEngine) private readonly engine: LockEngine) {}
+
+  /**
+   * The reentrant lock `name`. Inside a `run` (or decorated method) that holds `name`, the object
+   * shares that call chain's owner; otherwise it owns itself.
+   */
+  getLock(name: string): Lock {
+    return this.reentrant(name, undefined);
+  }
+
+  /** All-or-nothing over several locks of any kind, taken in a stable order. */
+  getMultiLock(...locks: Lock[]): Lock {
+    return new MultiLock(locks.flatMap((lock) => (lock instanceof MultiLock ? lock.locks : [lock as BaseLock])));
+  }
+
+  /**
+   * Acquires `name` (or every name of an array, as one multi-lock) within `waitTime`, runs `fn`,
+   * and releases whatever `fn` did. Throws `LockTimeoutError` without calling `fn` on timeout.
+   */
+  run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T> {
+    try {
+      if (typeof name === 'string' || !Array.isArray(name)) return runLocked(this.engine, this.reentrant(name as string, undefined), fn, options);
+      const owner = this.engine.ids.nextOwner();
+      return runLocked(this.engine, new MultiLock(name.map((n: string) => this.reentrant(n, owner))), fn, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** A reentrant lock bound to the call chain's owner of `name`, else to `fallbackOwner` or a new one. */
+  private reentrant(name: string, fallbackOwner: string | undefined): ReentrantLock {
+    checkLockName(name);
+    const lockKey = this.engine.keys.lock(name);
+    const owner = this.engine.ownerContext.ownerOf(lockKey) ?? fallbackOwner ?? this.engine.ids.nextOwner();
+    return new ReentrantLock(this.engine, name, lockKey, owner);
+  }
+}

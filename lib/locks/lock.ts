@@ -1,0 +1,43 @@
+/** Options of `lock()`. */
+export interface LockOptions {
+  /** Lease in ms: the lock expires by itself and is never renewed. Omit it to let the watchdog renew. */
+  leaseTime?: number;
+}
+
+/** Options of `tryLock()`. */
+export interface TryLockOptions extends LockOptions {
+  /** How long to wait for the lock, in ms. Default 0: one attempt. */
+  waitTime?: number;
+}
+
+/** Options of `run()` and the decorators. */
+export interface RunOptions extends LockOptions {
+  /** How long to wait for the lock, in ms. Default: the module's `defaultWaitTime`. */
+  waitTime?: number;
+}
+
+/** What `run()` hands to the protected function. */
+export interface LockRunContext {
+  /** The lock's name (the names, for a multi-lock). */
+  readonly name: string | readonly string[];
+  /** Aborted with a `LockLostError` if the lock is lost while `fn` runs. */
+  readonly signal: AbortSignal;
+}
+
+/** A distributed lock, whatever its kind. */
+export interface Lock {
+  readonly name: string;
+  /** Waits without limit. */
+  lock(options?: LockOptions): Promise<void>;
+  /** Resolves true when acquired within `waitTime`, false otherwise. */
+  tryLock(options?: TryLockOptions): Promise<boolean>;
+  /** Releases one hold; rejects with `LockNotHeldError` when the current owner holds none. */
+  unlock(): Promise<void>;
+  /** Deletes the lock whoever holds it; resolves true when there was one. */
+  forceUnlock(): Promise<boolean>;
+  isLocked(): Promise<boolean>;
+  isHeldByCurrentOwner(): Promise<boolean>;
+  getHoldCount(): Promise<number>;
+  /** Remaining lease in ms; -2 when free. */
+  remainTimeToLive(): Promise<number>;
+}

@@ -1,0 +1,87 @@
+import type { BaseLock } from './base-lock';
+import type { Lock, LockOptions, TryLockOptions } from './lock';
+
+/**
+ * All-or-nothing over several locks of any kind. Locks are taken in a stable order (by Redis key),
+ * so two multi-locks over overlapping sets can never deadlock; on failure everything taken is
+ * released.
+ */
+export class MultiLock implements Lock {
+  readonly locks: readonly BaseLock[];
+
+  constructor(locks: readonly BaseLock[]) {
+    const unique = new Map<string, BaseLock>();
+    for (const lock of locks) if (!unique.has(lock.lockKey)) unique.set(lock.lockKey, lock);
+    this.locks = [...unique.values()].sort((a, b) => (a.lockKey < b.lockKey ? -1 : a.lockKey > b.lockKey ? 1 : 0));
+  }
+
+  get name(): string {
+    return this.names.join(',');
+  }
+
+  get names(): string[] {
+    return this.locks.map((lock) => lock.name);
+  }
+
+  async lock(options?: LockOptions): Promise<void> {
+    await this.acquire(Number.POSITIVE_INFINITY, options?.leaseTime);
+  }
+
+  tryLock(options?: TryLockOptions): Promise<boolean> {
+    return this.acquire(options?.waitTime ?? 0, options?.leaseTime);
+  }
+
+  /** Releases every member; the first error (if any) is rethrown after all were tried. */
+  async unlock(): Promise<void> {
+    const outcomes = await Promise.allSettled([...this.locks].reverse().map((lock) => lock.unlock()));
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  async forceUnlock(): Promise<boolean> {
+    const results = await Promise.all(this.locks.map((lock) => lock.forceUnlock()));
+    return results.some(Boolean);
+  }
+
+  /** True when every member is locked. */
+  async isLocked(): Promise<boolean> {
+    return (await Promise.all(this.locks.map((lock) => lock.isLocked()))).every(Boolean);
+  }
+
+  async isHeldByCurrentOwner(): Promise<boolean> {
+    return (await Promise.all(this.locks.map((lock) => lock.isHeldByCurrentOwner()))).every(Boolean);
+  }
+
+  /** The smallest hold count of the members. */
+  async getHoldCount(): Promise<number> {
+    return Math.min(...(await Promise.all(this.locks.map((lock) => lock.getHoldCount()))));
+  }
+
+  /** The smallest remaining lease of the members (-2 when any is free). */
+  async remainTimeToLive(): Promise<number> {
+    const ttls = await Promise.all(this.locks.map((lock) => lock.remainTimeToLive()));
+    return ttls.some((ttl) => ttl === -2) ? -2 : Math.min(...ttls);
+  }
+
+  /** Aborted when any member is lost. */
+  get signal(): AbortSignal {
+    return AbortSignal.any(this.locks.map((lock) => lock.hold?.signal ?? new AbortController().signal));
+  }
+
+  private async acquire(waitMs: number, leaseTime: number | undefined): Promise<boolean> {
+    const deadline = Date.now() + waitMs;
+    const taken: BaseLock[] = [];
+    try {
+      for (const lock of this.locks) {
+        const remaining = Math.max(0, deadline - Date.now());
+        if (!(await lock.tryLock({ waitTime: remaining, leaseTime }))) break;
+        taken.push(lock);
+      }
+    } finally {
+      if (taken.length < this.locks.length) {
+        await Promise.allSettled(taken.reverse().map((lock) => lock.unlock()));
+      }
+    }
+    return taken.length === this.locks.length;
+  }
+}

@@ -1,0 +1,29 @@
+import Redis, { Cluster } from 'ioredis';
+
+/** The command connection: a standalone/Sentinel client or a cluster. */
+export type RedisClient = Redis | Cluster;
+
+export const isCluster = (client: RedisClient): client is Cluster => client instanceof Cluster;
+
+/** Quits a connection the library opened; falls back to a hard disconnect if QUIT hangs. */
+export async function closeConnection(client: RedisClient, timeoutMs = 1000): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status === 'wait') {
+    client.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      client.quit(),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+      }),
+    ]);
+  } catch {
+    // Already closing or closed: the disconnect below settles it.
+  } finally {
+    clearTimeout(timer);
+    if ((client.status as string) !== 'end') client.disconnect();
+  }
+}

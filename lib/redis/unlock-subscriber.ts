@@ -1,0 +1,180 @@
+import { Logger } from '@nestjs/common';
+import type { RedisClient } from './redis-client';
+
+/** Payload of an unlock message: how many local waiters the release can admit. */
+export const WAKE_ONE = 'one';
+export const WAKE_ALL = 'all';
+export type UnlockMessage = typeof WAKE_ONE | typeof WAKE_ALL;
+
+/**
+ * One waiter's seat on a channel. A wake that arrives while the waiter is busy retrying is kept
+ * (`pendingWake`) so the next `sleep` returns at once: no release is missed between attempts.
+ */
+export class Waiter {
+  pendingWake = false;
+  private wakeUp: (() => void) | undefined;
+  private fail: ((error: Error) => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private cancelledWith: Error | undefined;
+
+  constructor(readonly channel: string) {}
+
+  get sleeping(): boolean {
+    return this.wakeUp !== undefined;
+  }
+
+  /** Resolves on a wake or after `ms`, whichever is first. */
+  sleep(ms: number): Promise<void> {
+    if (this.cancelledWith) return Promise.reject(this.cancelledWith);
+    if (this.pendingWake) {
+      this.pendingWake = false;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      this.wakeUp = resolve;
+      this.fail = reject;
+      this.timer = setTimeout(() => this.settle(), ms);
+    });
+  }
+
+  wake(): void {
+    if (this.sleeping) this.settle();
+    else this.pendingWake = true;
+  }
+
+  /** Rejects the current sleep, or the next one if the waiter is busy retrying. */
+  cancel(error: Error): void {
+    this.cancelledWith = error;
+    const fail = this.fail;
+    clearTimeout(this.timer);
+    this.wakeUp = this.fail = this.timer = undefined;
+    fail?.(error);
+  }
+
+  private settle(): void {
+    clearTimeout(this.timer);
+    const wakeUp = this.wakeUp;
+    this.wakeUp = this.fail = this.timer = undefined;
+    wakeUp?.();
+  }
+}
+
+interface ChannelSeats {
+  readonly waiters: Waiter[];
+  readonly subscribed: Promise<unknown>;
+}
+
+/**
+ * The one subscriber connection of a module instance. Each channel is subscribed once, however many
+ * local waiters it has, and unsubscribed when its last waiter leaves.
+ */
+export class UnlockSubscriber {
+  private readonly logger = new Logger('LockModule');
+  private readonly channels = new Map<string, ChannelSeats>();
+  private ready: Promise<void> | undefined;
+  private closedWith: Error | undefined;
+
+  constructor(
+    private readonly connection: RedisClient,
+    /** Sharded pub/sub (SSUBSCRIBE) keeps a cluster's unlock messages inside their shard. */
+    private readonly sharded: boolean,
+  ) {
+    connection.on(sharded ? 'smessage' : 'message', (channel: string, message: string) =>
+      this.deliver(channel, message),
+    );
+    // Errors surface through the waits' own timeouts; an unhandled 'error' event would crash the process.
+    connection.on('error', (error: Error) => this.logger.debug?.(`subscriber: ${error.message}`));
+  }
+
+  /** Number of channels subscribed right now (0 when nobody waits). */
+  get channelCount(): number {
+    return this.channels.size;
+  }
+
+  /** Takes a seat on `channel`; resolves once the subscription is active. */
+  async join(channel: string): Promise<Waiter> {
+    if (this.closedWith) throw this.closedWith;
+    const waiter = new Waiter(channel);
+    let seats = this.channels.get(channel);
+    if (!seats) {
+      seats = { waiters: [], subscribed: this.subscribe(channel) };
+      this.channels.set(channel, seats);
+    }
+    seats.waiters.push(waiter);
+    try {
+      await seats.subscribed;
+    } catch (error) {
+      this.leave(waiter);
+      throw error;
+    }
+    return waiter;
+  }
+
+  /** Gives up the seat; a wake it received and did not use goes to the next waiter. */
+  leave(waiter: Waiter): void {
+    const seats = this.channels.get(waiter.channel);
+    if (!seats) return;
+    const index = seats.waiters.indexOf(waiter);
+    if (index === -1) return;
+    seats.waiters.splice(index, 1);
+    if (waiter.pendingWake) this.wakeOne(seats);
+    if (seats.waiters.length === 0) {
+      this.channels.delete(waiter.channel);
+      if (!this.closedWith) this.unsubscribe(waiter.channel);
+    }
+  }
+
+  /** Rejects every wait in progress; later joins fail with the same error. */
+  close(error: Error): void {
+    this.closedWith = error;
+    for (const seats of this.channels.values()) for (const waiter of seats.waiters) waiter.cancel(error);
+    this.channels.clear();
+  }
+
+  private deliver(channel: string, message: string): void {
+    const seats = this.channels.get(channel);
+    if (!seats) return;
+    if (message === WAKE_ALL) for (const waiter of seats.waiters) waiter.wake();
+    else this.wakeOne(seats);
+  }
+
+  /** Wakes the longest-waiting seat that has not been woken yet. */
+  private wakeOne(seats: ChannelSeats): void {
+    const waiter = seats.waiters.find((w) => !w.pendingWake);
+    waiter?.wake();
+  }
+
+  private async subscribe(channel: string): Promise<void> {
+    await this.whenReady();
+    const connection = this.connection as RedisClient & { ssubscribe(channel: string): Promise<unknown> };
+    await (this.sharded ? connection.ssubscribe(channel) : connection.subscribe(channel));
+  }
+
+  private unsubscribe(channel: string): void {
+    const connection = this.connection as RedisClient & { sunsubscribe(channel: string): Promise<unknown> };
+    (this.sharded ? connection.sunsubscribe(channel) : connection.unsubscribe(channel)).catch((error: Error) =>
+      this.logger.debug?.(`unsubscribe ${channel}: ${error.message}`),
+    );
+  }
+
+  /** ioredis rejects SUBSCRIBE during its connection handshake: wait for 'ready' first. */
+  private whenReady(): Promise<void> {
+    if (this.connection.status === 'ready') return Promise.resolve();
+    this.ready ??= new Promise<void>((resolve, reject) => {
+      const onReady = (): void => {
+        this.connection.off('end', onEnd);
+        this.ready = undefined;
+        resolve();
+      };
+      const onEnd = (): void => {
+        this.connection.off('ready', onReady);
+        this.ready = undefined;
+        reject(new Error('The lock subscriber connection was closed'));
+      };
+      this.connection.once('ready', onReady);
+      this.connection.once('end', onEnd);
+      if (this.connection.status === 'wait') this.connection.connect().catch(() => undefined);
+    });
+    return this.ready;
+  }
+}

@@ -1,0 +1,111 @@
+import { LockLostError } from '../errors';
+import type { ScriptCall } from '../redis/lua-script';
+import type { RedisClient } from '../redis/redis-client';
+
+/** How the watchdog renews a hold: one script call, batched with the others on the same client. */
+export interface Renewal {
+  readonly client: RedisClient;
+  readonly call: ScriptCall;
+}
+
+/** What a lock kind says about a successful acquisition. */
+export interface HoldTerms {
+  readonly leaseMs: number;
+  /** Present when the watchdog keeps the lock alive (no `leaseTime`). */
+  readonly renewal?: Renewal;
+  /** Releases one hold (used at shutdown to let go of what this instance still holds). */
+  readonly releaseOne: () => Promise<unknown>;
+}
+
+/** One owner's holds of one lock in this process: the local mirror of the Redis hold count. */
+export class HeldLock {
+  holdCount = 0;
+  renewal: Renewal | undefined;
+  leaseMs: number;
+  readonly releaseOne: () => Promise<unknown>;
+  /** When the lease last started (acquire or renewal); the lock is gone after `+ leaseMs`. */
+  leaseStartedAt = Date.now();
+  private readonly controller = new AbortController();
+
+  constructor(
+    readonly name: string,
+    readonly lockKey: string,
+    readonly ownerId: string,
+    terms: HoldTerms,
+  ) {
+    this.leaseMs = terms.leaseMs;
+    this.renewal = terms.renewal;
+    this.releaseOne = terms.releaseOne;
+  }
+
+  /** Aborted with a `LockLostError` when the library learns the lock was lost. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  lose(reason: string): LockLostError {
+    const error = new LockLostError(this.name, reason);
+    this.controller.abort(error);
+    return error;
+  }
+}
+
+/** Every hold of a module instance, keyed by lock and owner. */
+export class HeldLocks {
+  private readonly holds = new Map<string, HeldLock>();
+  private onFirstHold: (() => void) | undefined;
+
+  /** Called when the registry goes from empty to holding something (starts the watchdog). */
+  whenFirstHeld(callback: () => void): void {
+    this.onFirstHold = callback;
+  }
+
+  get size(): number {
+    return this.holds.size;
+  }
+
+  get(lockKey: string, ownerId: string): HeldLock | undefined {
+    return this.holds.get(`${lockKey}\n${ownerId}`);
+  }
+
+  /** Records one more hold; a watchdog-kept hold wins over a fixed lease on re-entry. */
+  acquired(name: string, lockKey: string, ownerId: string, terms: HoldTerms): HeldLock {
+    const id = `${lockKey}\n${ownerId}`;
+    let hold = this.holds.get(id);
+    if (!hold) {
+      hold = new HeldLock(name, lockKey, ownerId, terms);
+      this.holds.set(id, hold);
+      if (this.holds.size === 1) this.onFirstHold?.();
+    } else if (terms.renewal || !hold.renewal) {
+      hold.renewal = terms.renewal;
+      hold.leaseMs = terms.leaseMs;
+    }
+    hold.leaseStartedAt = Date.now();
+    hold.holdCount += 1;
+    return hold;
+  }
+
+  /**
+   * Forgets one hold. Returns true when it was the last one: the hold is then out of the registry,
+   * so the watchdog stops renewing it before the caller sends the release.
+   */
+  released(hold: HeldLock): boolean {
+    hold.holdCount -= 1;
+    if (hold.holdCount > 0) return false;
+    this.forget(hold);
+    return true;
+  }
+
+  forget(hold: HeldLock): void {
+    const id = `${hold.lockKey}\n${hold.ownerId}`;
+    if (this.holds.get(id) === hold) this.holds.delete(id);
+  }
+
+  isCurrent(hold: HeldLock): boolean {
+    return this.holds.get(`${hold.lockKey}\n${hold.ownerId}`) === hold;
+  }
+
+  all(): HeldLock[] {
+    return [...this.holds.values()];
+  }
+}

@@ -1,0 +1,119 @@
+import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import Redis, { Cluster } from 'ioredis';
+import { LockShutdownError } from '../errors';
+import { SHUTDOWN_RELEASE_FAILED } from '../lock.messages';
+import { isRedisClient, RedisConnectionOption, ResolvedLockOptions } from '../lock.options';
+import { LockKeys } from '../redis/lock-keys';
+import { LuaScript } from '../redis/lua-script';
+import { closeConnection, isCluster, RedisClient } from '../redis/redis-client';
+import { UnlockSubscriber, WAKE_ONE } from '../redis/unlock-subscriber';
+import { HeldLocks } from './held-locks';
+import { OwnerContext } from './owner-context';
+import { OwnerIds } from './owner-ids';
+import { Watchdog } from './watchdog';
+
+/** How long a release's outcome is kept for a resent release (ioredis replays after a reconnect). */
+const RELEASE_RECORD_TTL_MS = 10_000;
+/** Upper bound on letting go of held locks at shutdown. */
+const SHUTDOWN_RELEASE_BUDGET_MS = 2_000;
+
+/** Opens a connection for a URL or options (lazily: nothing connects before the first command). */
+export function connectionFor(option: RedisConnectionOption, connectionName: string): { client: RedisClient; owned: boolean } {
+  if (isRedisClient(option)) return { client: option, owned: false };
+  if (typeof option === 'string') return { client: new Redis(option, { lazyConnect: true, connectionName }), owned: true };
+  return { client: new Redis({ connectionName, ...option, lazyConnect: true }), owned: true };
+}
+
+function duplicateForSubscriber(client: RedisClient): RedisClient {
+  if (client instanceof Cluster) return client.duplicate(undefined, { lazyConnect: true });
+  return client.duplicate({ lazyConnect: true, connectionName: 'lock-subscriber' });
+}
+
+/** The scripts every lock kind uses, loaded once per process. */
+function loadScripts() {
+  return {
+    reentrantAcquire: LuaScript.named('reentrant-acquire'),
+    reentrantRelease: LuaScript.named('reentrant-release'),
+    reentrantRenew: LuaScript.named('reentrant-renew'),
+    forceRelease: LuaScript.named('force-release'),
+  };
+}
+
+/**
+ * Everything one LockModule instance shares between its lock services: connections, the
+ * subscriber, the owner context, the hold registry and its watchdog. Internal.
+ */
+export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown {
+  readonly logger = new Logger('LockModule');
+  readonly client: RedisClient;
+  readonly subscriber: UnlockSubscriber;
+  readonly keys: LockKeys;
+  readonly ids = new OwnerIds();
+  readonly ownerContext = new OwnerContext();
+  readonly holds = new HeldLocks();
+  readonly watchdog: Watchdog;
+  readonly scripts = loadScripts();
+  /** Sharded pub/sub on a cluster keeps a release message inside its shard. */
+  readonly publishCommand: 'publish' | 'spublish';
+  readonly releaseRecordTtlMs = RELEASE_RECORD_TTL_MS;
+  readonly wakeMessageOnForceUnlock = WAKE_ONE;
+
+  private readonly ownsClient: boolean;
+  private readonly subscriberConnection: RedisClient;
+  private shuttingDown = false;
+
+  constructor(readonly options: ResolvedLockOptions) {
+    const { client, owned } = connectionFor(options.redis, 'lock-commands');
+    this.client = client;
+    this.ownsClient = owned;
+    if (owned) client.on('error', (error: Error) => this.logger.debug?.(`commands: ${error.message}`));
+    const sharded = isCluster(client);
+    this.publishCommand = sharded ? 'spublish' : 'publish';
+    this.subscriberConnection = duplicateForSubscriber(client);
+    this.subscriber = new UnlockSubscriber(this.subscriberConnection, sharded);
+    this.keys = new LockKeys(options.keyPrefix);
+    this.watchdog = new Watchdog(this.holds, Math.floor(options.watchdogTimeout / 3), this.logger);
+  }
+
+  /** Connects the connection the library opened once every module is initialised (and validated). */
+  onApplicationBootstrap(): void {
+    if (this.ownsClient && this.client.status === 'wait') {
+      this.client.connect().catch((error: Error) => this.logger.warn(`Redis connection failed: ${error.message}`));
+    }
+  }
+
+  /** Stop renewing, cancel waits, release what this instance holds, close what it opened. */
+  async onApplicationShutdown(): Promise<void> {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    this.watchdog.stop();
+    this.subscriber.close(new LockShutdownError());
+    await this.releaseHeldLocks();
+    await Promise.all([
+      closeConnection(this.subscriberConnection),
+      this.ownsClient ? closeConnection(this.client) : Promise.resolve(),
+    ]);
+  }
+
+  private async releaseHeldLocks(): Promise<void> {
+    const holds = this.holds.all();
+    if (holds.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const releases = holds.map(async (hold) => {
+      this.holds.forget(hold);
+      for (let i = 0; i < hold.holdCount; i++) if ((await hold.releaseOne()) !== 0) break;
+    });
+    try {
+      await Promise.race([
+        Promise.all(releases),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`timed out after ${SHUTDOWN_RELEASE_BUDGET_MS} ms`)), SHUTDOWN_RELEASE_BUDGET_MS);
+        }),
+      ]);
+    } catch (error) {
+      this.logger.warn(SHUTDOWN_RELEASE_FAILED(error instanceof Error ? error.message : error));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,33 @@
+import { LockNotHeldError, LockTimeoutError } from '../errors';
+import { RELEASE_FAILED, RELEASE_FOUND_NOTHING } from '../lock.messages';
+import type { BaseLock } from '../locks/base-lock';
+import type { LockRunContext, RunOptions } from '../locks/lock';
+import type { MultiLock } from '../locks/multi-lock';
+import type { LockEngine } from './lock-engine';
+
+/**
+ * The body of every `run` helper and of the decorators: acquire within `waitTime` (else
+ * `LockTimeoutError`, and `fn` never runs), call `fn` with the lock recorded in the owner context,
+ * release in `finally`. A failed release is logged and never hides `fn`'s result or error.
+ */
+export async function runLocked<T>(
+  engine: LockEngine,
+  lock: BaseLock | MultiLock,
+  fn: (context: LockRunContext) => T | Promise<T>,
+  options: RunOptions | undefined,
+): Promise<T> {
+  const waitTime = options?.waitTime ?? engine.options.defaultWaitTime;
+  const members = 'locks' in lock ? lock.locks : [lock];
+  const name = 'locks' in lock ? lock.names : lock.name;
+  if (!(await lock.tryLock({ waitTime, leaseTime: options?.leaseTime }))) throw new LockTimeoutError(name, waitTime);
+  try {
+    const signal = 'locks' in lock ? lock.signal : (lock.hold?.signal ?? new AbortController().signal);
+    const held = members.map((member) => [member.lockKey, member.ownerId] as const);
+    return await engine.ownerContext.runWith(held, () => fn({ name, signal }));
+  } finally {
+    await lock.unlock().catch((error: unknown) => {
+      if (error instanceof LockNotHeldError) engine.logger.warn(RELEASE_FOUND_NOTHING(error.lockName));
+      else engine.logger.error(RELEASE_FAILED(String(name), error));
+    });
+  }
+}

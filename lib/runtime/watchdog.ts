@@ -1,0 +1,120 @@
+import { Logger } from '@nestjs/common';
+import calculateSlot from 'cluster-key-slot';
+import { LOCK_LOST, RENEWAL_FAILED } from '../lock.messages';
+import { isNoScript } from '../redis/lua-script';
+import { isCluster, type RedisClient } from '../redis/redis-client';
+import type { HeldLock, HeldLocks } from './held-locks';
+
+/**
+ * One timer per module instance renews every watchdog-kept hold each `watchdogTimeout / 3`, in one
+ * pipelined round trip per client (per slot on a cluster), each batch on its own so a failing shard
+ * does not starve the others. Fixed-lease holds are only dropped locally when their lease runs out.
+ */
+export class Watchdog {
+  private timer: NodeJS.Timeout | undefined;
+  private round: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly holds: HeldLocks,
+    private readonly intervalMs: number,
+    private readonly logger: Logger,
+  ) {
+    holds.whenFirstHeld(() => this.start());
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Waits for a renewal round in flight (shutdown). */
+  async settle(): Promise<void> {
+    await this.round;
+  }
+
+  /** One renewal round now; rounds never overlap. */
+  renewNow(): Promise<void> {
+    this.round ??= this.renewAll().finally(() => {
+      this.round = undefined;
+      if (this.holds.size === 0) {
+        clearInterval(this.timer);
+        this.timer = undefined;
+      }
+    });
+    return this.round;
+  }
+
+  private start(): void {
+    if (this.stopped || this.timer) return;
+    this.timer = setInterval(() => void this.renewNow(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  private async renewAll(): Promise<void> {
+    const now = Date.now();
+    const batches = new Map<RedisClient, Map<number, HeldLock[]>>();
+    for (const hold of this.holds.all()) {
+      if (!hold.renewal) {
+        if (now - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'its leaseTime ran out', false);
+        continue;
+      }
+      const { client, call } = hold.renewal;
+      const slot = isCluster(client) ? calculateSlot(call.keys[0]) : 0;
+      let bySlot = batches.get(client);
+      if (!bySlot) batches.set(client, (bySlot = new Map()));
+      const batch = bySlot.get(slot);
+      if (batch) batch.push(hold);
+      else bySlot.set(slot, [hold]);
+    }
+    const work: Promise<void>[] = [];
+    for (const [client, bySlot] of batches) {
+      for (const batch of bySlot.values()) work.push(this.renewBatch(client, batch));
+    }
+    await Promise.all(work);
+  }
+
+  private async renewBatch(client: RedisClient, batch: HeldLock[]): Promise<void> {
+    const startedAt = Date.now();
+    let results: Array<[Error | null, unknown]>;
+    try {
+      const pipeline = client.pipeline();
+      for (const hold of batch) {
+        const { call } = hold.renewal!;
+        pipeline.evalsha(call.script.sha, call.keys.length, ...call.keys, ...call.args);
+      }
+      results = ((await pipeline.exec()) ?? []) as Array<[Error | null, unknown]>;
+    } catch (error) {
+      results = batch.map(() => [error as Error, undefined]);
+    }
+    await Promise.all(
+      batch.map(async (hold, i) => {
+        let [error, renewed] = results[i] ?? [new Error('no reply'), undefined];
+        if (error && isNoScript(error)) {
+          const { call } = hold.renewal!;
+          try {
+            [error, renewed] = [null, await call.script.run(client, call.keys, call.args)];
+          } catch (retryError) {
+            error = retryError as Error;
+          }
+        }
+        if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
+        if (error) {
+          if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'renewals failed until its lease ran out');
+          else this.logger.warn(RENEWAL_FAILED(hold.name, error.message));
+        } else if (renewed === 1) {
+          hold.leaseStartedAt = startedAt;
+        } else {
+          this.lose(hold, 'renewal found it no longer held');
+        }
+      }),
+    );
+  }
+
+  private lose(hold: HeldLock, reason: string, warn = true): void {
+    this.holds.forget(hold);
+    hold.lose(reason);
+    if (warn) this.logger.warn(LOCK_LOST(hold.name, reason));
+  }
+}

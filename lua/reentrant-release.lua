@@ -1,0 +1,40 @@
+-- Release one hold of the reentrant lock.
+-- KEYS[1]  lock hash (see reentrant-acquire.lua)
+-- KEYS[2]  unlock channel
+-- KEYS[3]  release record: the outcome of this request, kept for ARGV[3] ms so that a resent
+--          release returns its first answer instead of "not held"
+-- ARGV[1]  lease in ms, re-armed while holds remain
+-- ARGV[2]  owner id
+-- ARGV[3]  how long to keep the release record, in ms
+-- ARGV[4]  publish command: 'publish', or 'spublish' on a cluster
+-- ARGV[5]  unlock message
+-- Returns  nil when the owner does not hold the lock, 0 when holds remain, 1 when released
+local lockKey = KEYS[1]
+local channel = KEYS[2]
+local recordKey = KEYS[3]
+local leaseMs = ARGV[1]
+local ownerId = ARGV[2]
+local recordTtlMs = ARGV[3]
+local publishCommand = ARGV[4]
+local unlockMessage = ARGV[5]
+
+local recorded = redis.call('get', recordKey)
+if recorded then
+  return tonumber(recorded)
+end
+
+if redis.call('hexists', lockKey, ownerId) == 0 then
+  return nil
+end
+
+local outcome
+if redis.call('hincrby', lockKey, ownerId, -1) > 0 then
+  redis.call('pexpire', lockKey, leaseMs)
+  outcome = 0
+else
+  redis.call('del', lockKey)
+  redis.call(publishCommand, channel, unlockMessage)
+  outcome = 1
+end
+redis.call('set', recordKey, outcome, 'px', recordTtlMs)
+return outcome

@@ -1,0 +1,133 @@
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import Redis from 'ioredis';
+
+/** A Redis server of the test's own: a testcontainers container where Docker runs, else a local binary. */
+export interface TestRedis {
+  readonly host: string;
+  readonly port: number;
+  readonly url: string;
+  /** A new client; the caller closes it (or `stop()` disconnects the ones it made). */
+  client(): Redis;
+  /** Freezes the server (SIGSTOP / container pause): it accepts connections but answers nothing. */
+  pause(): Promise<void>;
+  resume(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPing(url: string, deadlineMs: number): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      await probe.connect();
+      if ((await probe.ping()) === 'PONG') return;
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`redis at ${url} did not answer: ${String(error)}`);
+    } finally {
+      probe.disconnect();
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function dockerReachable(): boolean {
+  if (process.env.LOCK_TEST_REDIS === 'binary') return false;
+  if (!process.env.DOCKER_HOST && !existsSync('/var/run/docker.sock')) return false;
+  return spawnSync('docker', ['info'], { timeout: 5000, stdio: 'ignore' }).status === 0;
+}
+
+function wrap(host: string, port: number, controls: Pick<TestRedis, 'pause' | 'resume'>, shutdown: () => Promise<void>): TestRedis {
+  const url = `redis://${host}:${port}`;
+  const clients: Redis[] = [];
+  return {
+    host,
+    port,
+    url,
+    client() {
+      const client = new Redis(url, { maxRetriesPerRequest: 1 });
+      client.on('error', () => undefined);
+      clients.push(client);
+      return client;
+    },
+    ...controls,
+    async stop() {
+      for (const client of clients) client.disconnect();
+      await shutdown();
+    },
+  };
+}
+
+async function startBinary(extraArgs: readonly string[]): Promise<TestRedis> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs],
+    { stdio: 'ignore' },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await waitForPing(`redis://127.0.0.1:${port}`, 10_000);
+  return wrap(
+    '127.0.0.1',
+    port,
+    {
+      async pause() {
+        child.kill('SIGSTOP');
+      },
+      async resume() {
+        child.kill('SIGCONT');
+      },
+    },
+    async () => {
+      child.kill('SIGCONT');
+      child.kill('SIGKILL');
+      await exited;
+    },
+  );
+}
+
+async function startContainer(): Promise<TestRedis> {
+  const { GenericContainer } = await import('testcontainers');
+  const container = await new GenericContainer('redis:7-alpine').withExposedPorts(6379).start();
+  const host = container.getHost();
+  const port = container.getMappedPort(6379);
+  await waitForPing(`redis://${host}:${port}`, 10_000);
+  const id = container.getId();
+  return wrap(
+    host,
+    port,
+    {
+      async pause() {
+        spawnSync('docker', ['pause', id]);
+      },
+      async resume() {
+        spawnSync('docker', ['unpause', id]);
+      },
+    },
+    async () => {
+      await container.stop();
+    },
+  );
+}
+
+/**
+ * Starts a fresh Redis for a suite: through testcontainers when a Docker engine is reachable,
+ * otherwise the `redis-server` binary on a free loopback port (`.ci/run` installs it).
+ */
+export async function startRedis(extraArgs: readonly string[] = []): Promise<TestRedis> {
+  if (extraArgs.length === 0 && dockerReachable()) return startContainer();
+  return startBinary(extraArgs);
+}
