@@ -112,8 +112,12 @@ export abstract class BaseLock implements Lock {
     const requestId = this.engine.ids.nextRequest();
     const started = Date.now();
 
+    // No barging: while other callers of this process already wait for the lock, a newcomer (that
+    // does not hold it already) queues behind them instead of snatching each release, so a task that
+    // releases and asks again cannot starve the others.
+    let queueFirst = waitMs > 0 && !this.hold && this.engine.subscriber.hasWaiters(this.waitChannel());
     // waitTime 0 is one attempt, and a fair lock's single attempt never joins the line.
-    if ((await this.attempt(leaseMs, requestId, waitMs > 0)) === null) return this.held(leaseMs, leaseTime);
+    if (!queueFirst && (await this.attempt(leaseMs, requestId, waitMs > 0)) === null) return this.held(leaseMs, leaseTime);
     if (waitMs <= 0) return false;
 
     const deadline = started + waitMs;
@@ -123,7 +127,9 @@ export abstract class BaseLock implements Lock {
       // Subscribe, then try again at once: a release may have happened before the subscription.
       waiter = await this.engine.subscriber.join(this.waitChannel());
       for (;;) {
-        const busyFor = await this.attempt(leaseMs, requestId, true);
+        // A queued newcomer does not know the TTL yet: it sleeps at most one watchdog lease first.
+        const busyFor = queueFirst ? this.engine.options.watchdogTimeout : await this.attempt(leaseMs, requestId, true);
+        queueFirst = false;
         if (busyFor === null) {
           acquired = true;
           return this.held(leaseMs, leaseTime);
@@ -134,7 +140,7 @@ export abstract class BaseLock implements Lock {
         await waiter.sleep(Math.max(1, Math.min(busyFor > 0 ? busyFor : 1, remaining, this.maxSleepMs())));
       }
     } finally {
-      if (waiter) this.engine.subscriber.leave(waiter);
+      if (waiter) this.engine.subscriber.leave(waiter, acquired);
       if (!acquired) await this.abandonWait().catch(() => undefined);
     }
   }

@@ -91,6 +91,11 @@ export class UnlockSubscriber {
     return this.channels.size;
   }
 
+  /** True while some local caller waits on `channel`. */
+  hasWaiters(channel: string): boolean {
+    return this.channels.has(channel);
+  }
+
   /** Takes a seat on `channel`; resolves once the subscription is active. */
   async join(channel: string): Promise<Waiter> {
     if (this.closedWith) throw this.closedWith;
@@ -110,14 +115,18 @@ export class UnlockSubscriber {
     return waiter;
   }
 
-  /** Gives up the seat; a wake it received and did not use goes to the next waiter. */
-  leave(waiter: Waiter): void {
+  /**
+   * Gives up the seat. A wake it received and did not use goes to the next waiter; so does the head
+   * of the line's turn when it leaves without the lock (the others may be queued newcomers that
+   * have not seen the lock's TTL yet and would otherwise sleep a whole lease).
+   */
+  leave(waiter: Waiter, acquired = true): void {
     const seats = this.channels.get(waiter.channel);
     if (!seats) return;
     const index = seats.waiters.indexOf(waiter);
     if (index === -1) return;
     seats.waiters.splice(index, 1);
-    if (waiter.pendingWake) this.wakeOne(seats);
+    if (waiter.pendingWake || (!acquired && index === 0)) this.wakeOne(seats);
     if (seats.waiters.length === 0) {
       this.channels.delete(waiter.channel);
       if (!this.closedWith) this.unsubscribe(waiter.channel);
