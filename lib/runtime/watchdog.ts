@@ -5,6 +5,21 @@ import { isNoScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import type { HeldLock, HeldLocks } from './held-locks';
 
+/** A renewal that hangs (a frozen server) must not block the rounds after it. */
+async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * One timer per module instance renews every watchdog-kept hold each `watchdogTimeout / 3`, in one
  * pipelined round trip per client (per slot on a cluster), each batch on its own so a failing shard
@@ -84,7 +99,7 @@ export class Watchdog {
         const { call } = hold.renewal!;
         pipeline.evalsha(call.script.sha, call.keys.length, ...call.keys, ...call.args);
       }
-      results = ((await pipeline.exec()) ?? []) as Array<[Error | null, unknown]>;
+      results = ((await withTimeout(pipeline.exec(), this.intervalMs)) ?? []) as Array<[Error | null, unknown]>;
     } catch (error) {
       results = batch.map(() => [error as Error, undefined]);
     }
