@@ -2,7 +2,13 @@ export { LockModule } from './lock.module';
 export { LOCK_MODULE_OPTIONS } from './lock.module-definition';
 export type { LockModuleOptions, RedLockOptions, RedisConnectionOption } from './lock.options';
 export { LockService } from './lock.service';
+export { FairLockService } from './fair-lock.service';
+export { ReadWriteLockService } from './read-write-lock.service';
+export type { ReadWriteLock } from './locks/read-write-lock';
 export type { Lock, LockOptions, TryLockOptions, RunOptions, LockRunContext } from './locks/lock';
+export { DistributedLock, FairLock, ReadLock, WriteLock } from './decorators/distributed-lock.decorator';
+export type { DistributedLockOptions, LockKey, LockMode, ModeLockOptions } from './decorators/distributed-lock.options';
+export type { LockedResponseBody } from './http/lock-timeout.filter';
 export {
   LockError,
   LockTimeoutError,

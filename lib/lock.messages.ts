@@ -36,3 +36,80 @@ export const INVALID_LOCK_NAME = (value: unknown): string =>
 
 export const INVALID_TIME = (what: string, value: unknown): string =>
   `${what} must be a non-negative number of milliseconds (got ${show(value)})`;
+
+// --- decorators and key templates ---
+
+export const KEY_TEMPLATE_SYNTAX = (template: string, position: number, problem: string): string =>
+  `Key template ${show(template)} is invalid at position ${position}: ${problem}`;
+
+export const KEY_TEMPLATE_UNKNOWN_PARAMETER = (method: string, template: string, name: string, known: string): string =>
+  `@DistributedLock on ${method}: key template ${show(template)} names parameter "${name}", ` +
+  `which ${method} does not have (its parameters: ${known})`;
+
+export const KEY_TEMPLATE_UNKNOWN_POSITION = (method: string, template: string, placeholder: string, count: number): string =>
+  `@DistributedLock on ${method}: key template ${show(template)} uses ${placeholder}, ` +
+  `but ${method} declares ${count} parameter${count === 1 ? '' : 's'} (positions start at 0)`;
+
+export const KEY_TEMPLATE_NAMES_UNREADABLE = (method: string, template: string, name: string): string =>
+  `@DistributedLock on ${method}: key template ${show(template)} names parameter "${name}", ` +
+  `but the parameter names of ${method} cannot be read from its source; use a position (#0) or a key function`;
+
+export const KEY_TEMPLATE_BAD_VALUE = (method: string, template: string, placeholder: string, problem: string): string =>
+  `Lock key for ${method} not built: ${placeholder} in ${show(template)} is ${problem}; ` +
+  'the method was not run (an empty or shared key would serialise unrelated calls)';
+
+export const KEY_FUNCTION_BAD_RESULT = (method: string, problem: string): string =>
+  `Lock key for ${method} not built: the key function returned ${problem}; the method was not run`;
+
+export const DECORATOR_BAD_KEY = (method: string, key: unknown): string =>
+  `@DistributedLock on ${method}: the key must be a template string, an array of them, or a function ` +
+  `(...args) => string | string[] (got ${show(key)})`;
+
+export const DECORATOR_BAD_OPTION = (method: string, option: string, expected: string, value: unknown): string =>
+  `@DistributedLock on ${method}: option "${option}" must be ${expected} (got ${show(value)})`;
+
+export const DECORATOR_NOT_A_METHOD = (method: string): string =>
+  `@DistributedLock on ${method}: only methods can be locked (not getters, setters or fields)`;
+
+export const DECORATOR_ON_STATIC = (method: string): string =>
+  `@DistributedLock on ${method}: static methods cannot be locked (the lock module is found through the instance)`;
+
+export const DECORATOR_STACKED = (method: string): string =>
+  `@DistributedLock on ${method}: the method has two lock decorators; use one with an array of keys ` +
+  '(taken together as one multi-lock, in a stable order)';
+
+export const DECORATOR_NOT_ASYNC = (method: string, returnType: string): string =>
+  `@DistributedLock on ${method}: the method is declared to return ${returnType}; a locked method ` +
+  'returns a Promise (it waits for the lock), so declare it async / returning a Promise';
+
+export const DECORATOR_NOT_BOUND = (method: string): string =>
+  `${method} is decorated with @DistributedLock but its instance is not known to any LockModule: ` +
+  'import LockModule into the application and let Nest create the instance (the method was not run)';
+
+export const DECORATOR_AMBIGUOUS_BINDING = (method: string, count: number): string =>
+  `${method} is decorated with @DistributedLock and ${count} LockModule instances could serve it; ` +
+  'import exactly one LockModule into the module that provides it';
+
+export const DECORATOR_ALREADY_BOUND = (method: string): string =>
+  `${method} is decorated with @DistributedLock and its instance is already served by the LockModule ` +
+  'of another application; an instance can belong to one application at a time';
+
+// --- multi-lock, RedLock, replicas ---
+
+export const MULTI_LOCK_EMPTY = (what: string): string => `${what} needs at least one lock (got none)`;
+
+export const MULTI_LOCK_FOREIGN_MEMBER = (index: number, value: unknown): string =>
+  `getMultiLock takes locks made by LockService, FairLockService or ReadWriteLockService ` +
+  `(argument ${index} is ${show(value)})`;
+
+export const REDLOCK_NOT_CONFIGURED = (name: string): string =>
+  `getRedLock(${show(name)}) needs the LockModule option redlock: { clients: [...] } (independent Redis masters)`;
+
+export const REDLOCK_NO_MAJORITY = (name: string, confirmed: number, masters: number, quorum: number): string =>
+  `RedLock "${name}": ${confirmed} of ${masters} masters confirmed, ${quorum} needed`;
+
+export const REDLOCK_MASTER_SILENT = (timeoutMs: number): string => `no answer within ${timeoutMs} ms`;
+
+export const REPLICAS_NOT_SYNCED = (name: string, confirmed: number, wanted: number, timeoutMs: number): string =>
+  `Lock "${name}" was acquired but only ${confirmed} of ${wanted} replicas confirmed it within ${timeoutMs} ms ` +
+  '(syncReplicas); it was released again';

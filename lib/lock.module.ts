@@ -1,7 +1,12 @@
 import { Module } from '@nestjs/common';
+import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
+import { LockExplorer } from './decorators/lock-explorer';
+import { LockTimeoutFilter } from './http/lock-timeout.filter';
 import { LOCK_MODULE_OPTIONS, ConfigurableLockModule, RESOLVED_LOCK_OPTIONS } from './lock.module-definition';
 import { LockModuleOptions, resolveLockOptions, ResolvedLockOptions } from './lock.options';
 import { LockService } from './lock.service';
+import { FairLockService } from './fair-lock.service';
+import { ReadWriteLockService } from './read-write-lock.service';
 import { LockEngine } from './runtime/lock-engine';
 
 /**
@@ -9,6 +14,7 @@ import { LockEngine } from './runtime/lock-engine';
  * Options are validated when the module is instantiated, before any Redis connection opens.
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: [
     {
       provide: RESOLVED_LOCK_OPTIONS,
@@ -21,7 +27,11 @@ import { LockEngine } from './runtime/lock-engine';
       useFactory: (options: ResolvedLockOptions) => new LockEngine(options),
     },
     LockService,
+    FairLockService,
+    ReadWriteLockService,
+    LockExplorer,
+    { provide: APP_FILTER, useClass: LockTimeoutFilter },
   ],
-  exports: [LockService],
+  exports: [LockService, FairLockService, ReadWriteLockService],
 })
 export class LockModule extends ConfigurableLockModule {}

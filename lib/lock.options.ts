@@ -7,6 +7,12 @@ export type RedisConnectionOption = Redis | Cluster | RedisOptions | string;
 export interface RedLockOptions {
   /** Independent Redis masters (not replicas of each other, not one cluster). */
   clients: RedisConnectionOption[];
+  /**
+   * How long one master may take to answer one command (ms) before it counts as a "no" for that
+   * attempt, so a dead or frozen master cannot stall the others. Default: a tenth of the lease,
+   * between 50 and 500 ms.
+   */
+  masterTimeout?: number;
 }
 
 export interface LockModuleOptions {
@@ -22,6 +28,16 @@ export interface LockModuleOptions {
   fairLockWaiterTimeout?: number;
   /** Masters for `LockService.getRedLock`. */
   redlock?: RedLockOptions;
+  /**
+   * After each acquisition, wait (Redis `WAIT`) until this many replicas have the lock, so a
+   * failover is less likely to lose it. Costs a replication round trip per acquisition, and blocks
+   * the command connection up to `syncReplicasTimeout` when replicas lag. When fewer replicas
+   * confirm in time the lock is released again and the acquisition fails with a `LockError`.
+   * Default 0 (off).
+   */
+  syncReplicas?: number;
+  /** Upper bound of the `WAIT` of `syncReplicas`, in ms. Default 1000. */
+  syncReplicasTimeout?: number;
   /** Register the module globally. */
   isGlobal?: boolean;
 }
@@ -33,6 +49,8 @@ export interface ResolvedLockOptions {
   readonly defaultWaitTime: number;
   readonly fairLockWaiterTimeout: number;
   readonly redlock: RedLockOptions | undefined;
+  readonly syncReplicas: number;
+  readonly syncReplicasTimeout: number;
 }
 
 export const LOCK_OPTION_DEFAULTS = {
@@ -41,6 +59,8 @@ export const LOCK_OPTION_DEFAULTS = {
   watchdogTimeout: 30_000,
   defaultWaitTime: 5_000,
   fairLockWaiterTimeout: 5_000,
+  syncReplicas: 0,
+  syncReplicasTimeout: 1_000,
 } as const;
 
 const KNOWN_OPTIONS = [
@@ -50,6 +70,8 @@ const KNOWN_OPTIONS = [
   'defaultWaitTime',
   'fairLockWaiterTimeout',
   'redlock',
+  'syncReplicas',
+  'syncReplicasTimeout',
   'isGlobal',
 ] as const;
 
@@ -77,6 +99,33 @@ function checkMs(option: string, value: unknown, min: number): number {
   throw new Error(INVALID_OPTION(option, `a finite number of milliseconds >= ${min}`, value));
 }
 
+function checkCount(option: string, value: unknown): number {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return value;
+  throw new Error(INVALID_OPTION(option, 'a whole number >= 0', value));
+}
+
+/** RedLock needs independent masters: a cluster is one system, and a master listed twice votes twice. */
+function checkRedLock(value: unknown): RedLockOptions {
+  const clients = isPlainObject(value) ? value.clients : undefined;
+  if (!isPlainObject(value) || !Array.isArray(clients) || clients.length === 0) {
+    throw new Error(INVALID_OPTION('redlock', '{ clients: [...] } with at least one Redis master', value));
+  }
+  for (const key of Object.keys(value)) {
+    if (key !== 'clients' && key !== 'masterTimeout') throw new Error(UNKNOWN_OPTION(`redlock.${key}`, ['clients', 'masterTimeout']));
+  }
+  const checked = clients.map((client, i) => {
+    const option = `redlock.clients[${i}]`;
+    if (client instanceof Cluster) {
+      throw new Error(INVALID_OPTION(option, 'a standalone Redis master (a Cluster is one system, not an independent master)', 'a Cluster instance'));
+    }
+    const first = clients.findIndex((other) => other === client);
+    if (first !== i) throw new Error(INVALID_OPTION(option, `a master not listed before (it repeats redlock.clients[${first}])`, client));
+    return checkRedis(option, client);
+  });
+  const masterTimeout = value.masterTimeout === undefined ? undefined : checkMs('redlock.masterTimeout', value.masterTimeout, 1);
+  return masterTimeout === undefined ? { clients: checked } : { clients: checked, masterTimeout };
+}
+
 /** Validates the module options and fills in defaults; throws an error naming the first bad option. */
 export function resolveLockOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
   const raw: Record<string, unknown> = { ...(options ?? {}) };
@@ -92,14 +141,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   const keyPrefix = pick('keyPrefix');
   if (typeof keyPrefix !== 'string') throw new Error(INVALID_OPTION('keyPrefix', 'a string', keyPrefix));
 
-  let redlock: RedLockOptions | undefined;
-  if (raw.redlock !== undefined) {
-    const clients = isPlainObject(raw.redlock) ? raw.redlock.clients : undefined;
-    if (!Array.isArray(clients) || clients.length === 0) {
-      throw new Error(INVALID_OPTION('redlock', '{ clients: [...] } with at least one Redis master', raw.redlock));
-    }
-    redlock = { clients: clients.map((client, i) => checkRedis(`redlock.clients[${i}]`, client)) };
-  }
+  const redlock = raw.redlock === undefined ? undefined : checkRedLock(raw.redlock);
   if (raw.isGlobal !== undefined && typeof raw.isGlobal !== 'boolean') {
     throw new Error(INVALID_OPTION('isGlobal', 'a boolean', raw.isGlobal));
   }
@@ -111,5 +153,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     defaultWaitTime: checkMs('defaultWaitTime', pick('defaultWaitTime'), 0),
     fairLockWaiterTimeout: checkMs('fairLockWaiterTimeout', pick('fairLockWaiterTimeout'), MIN_WATCHDOG_TIMEOUT),
     redlock,
+    syncReplicas: checkCount('syncReplicas', pick('syncReplicas')),
+    syncReplicasTimeout: checkMs('syncReplicasTimeout', pick('syncReplicasTimeout'), 1),
   };
 }

@@ -1,8 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { INVALID_LOCK_NAME } from './lock.messages';
-import type { BaseLock } from './locks/base-lock';
+import { LockError } from './errors';
+import { INVALID_LOCK_NAME, MULTI_LOCK_FOREIGN_MEMBER, REDLOCK_NOT_CONFIGURED } from './lock.messages';
 import type { Lock, LockRunContext, RunOptions } from './locks/lock';
 import { MultiLock } from './locks/multi-lock';
+import { isOwnedLock } from './locks/owned-lock';
+import { RedLock } from './locks/red-lock';
 import { ReentrantLock } from './locks/reentrant-lock';
 import { LockEngine } from './runtime/lock-engine';
 import { runLocked } from './runtime/run-locked';
@@ -24,9 +26,32 @@ export class LockService {
     return this.reentrant(name, undefined);
   }
 
-  /** All-or-nothing over several locks of any kind, taken in a stable order. */
+  /**
+   * All-or-nothing over several locks of any kind (a multi-lock given here adds its members),
+   * taken in a stable order so two multi-locks over overlapping sets never deadlock.
+   */
   getMultiLock(...locks: Lock[]): Lock {
-    return new MultiLock(locks.flatMap((lock) => (lock instanceof MultiLock ? lock.locks : [lock as BaseLock])));
+    return new MultiLock(
+      locks.flatMap((lock, i) => {
+        if (lock instanceof MultiLock) return lock.locks;
+        if (!isOwnedLock(lock)) throw new TypeError(MULTI_LOCK_FOREIGN_MEMBER(i, lock));
+        return [lock];
+      }),
+    );
+  }
+
+  /**
+   * The RedLock `name` over the independent masters of the module's `redlock.clients`: held when a
+   * majority of them granted it in time. Waiting retries with jitter (no pub/sub). See the README's
+   * "RedLock: safety limits" before relying on it.
+   */
+  getRedLock(name: string): Lock {
+    checkLockName(name);
+    const masters = this.engine.redlockMasters;
+    if (!masters) throw new LockError(REDLOCK_NOT_CONFIGURED(name));
+    const masterKey = this.engine.keys.lock(name);
+    const owner = this.engine.ownerContext.ownerOf(RedLock.identity(masterKey)) ?? this.engine.ids.nextOwner();
+    return new RedLock(this.engine, masters, name, masterKey, owner);
   }
 
   /**

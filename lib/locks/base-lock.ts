@@ -1,6 +1,7 @@
-import { LockNotHeldError } from '../errors';
-import { INVALID_TIME } from '../lock.messages';
+import { LockError, LockNotHeldError } from '../errors';
+import { INVALID_TIME, REPLICAS_NOT_SYNCED } from '../lock.messages';
 import { LockKeys } from '../redis/lock-keys';
+import { waitForReplicas } from '../redis/replica-sync';
 import type { ScriptCall } from '../redis/lua-script';
 import type { Waiter } from '../redis/unlock-subscriber';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
@@ -13,7 +14,7 @@ export type AttemptResult = number | null;
 /** Outcome of one release: `null` when not held, 0 when holds remain, 1 when released. */
 export type ReleaseResult = 0 | 1 | null;
 
-function checkTime(what: string, value: number | undefined, allowInfinity: boolean): void {
+export function checkTime(what: string, value: number | undefined, allowInfinity: boolean): void {
   if (value === undefined) return;
   if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowInfinity && !Number.isFinite(value))) {
     throw new RangeError(INVALID_TIME(what, value));
@@ -53,6 +54,22 @@ export abstract class BaseLock implements Lock {
 
   /** Called when a wait gives up without the lock (a fair lock leaves its line). */
   protected async abandonWait(): Promise<void> {}
+
+  /**
+   * Whether a newcomer queues behind this process's waiters instead of trying first (no barging).
+   * A reader opts out: readers share the lock, so one waiting to write must not park them.
+   */
+  protected queuesBehindLocalWaiters(): boolean {
+    return true;
+  }
+
+  /**
+   * Releases one hold of this owner at shutdown, whichever object took it (the read and write views
+   * of a read-write lock share one owner's hold record).
+   */
+  protected releaseAnyHold(): Promise<unknown> {
+    return this.releaseOne(this.engine.ids.nextRequest());
+  }
 
   async lock(options?: LockOptions): Promise<void> {
     await this.acquire(Number.POSITIVE_INFINITY, options?.leaseTime);
@@ -115,9 +132,10 @@ export abstract class BaseLock implements Lock {
     // No barging: while other callers of this process already wait for the lock, a newcomer (that
     // does not hold it already) queues behind them instead of snatching each release, so a task that
     // releases and asks again cannot starve the others.
-    let queueFirst = waitMs > 0 && !this.hold && this.engine.subscriber.hasWaiters(this.waitChannel());
+    let queueFirst =
+      waitMs > 0 && !this.hold && this.queuesBehindLocalWaiters() && this.engine.subscriber.hasWaiters(this.waitChannel());
     // waitTime 0 is one attempt, and a fair lock's single attempt never joins the line.
-    if (!queueFirst && (await this.attempt(leaseMs, requestId, waitMs > 0)) === null) return this.held(leaseMs, leaseTime);
+    if (!queueFirst && (await this.attempt(leaseMs, requestId, waitMs > 0)) === null) return await this.held(leaseMs, leaseTime);
     if (waitMs <= 0) return false;
 
     const deadline = started + waitMs;
@@ -132,7 +150,7 @@ export abstract class BaseLock implements Lock {
         queueFirst = false;
         if (busyFor === null) {
           acquired = true;
-          return this.held(leaseMs, leaseTime);
+          return await this.held(leaseMs, leaseTime);
         }
         const remaining = deadline - Date.now();
         if (remaining <= 0) return false;
@@ -145,13 +163,26 @@ export abstract class BaseLock implements Lock {
     }
   }
 
-  private held(leaseMs: number, leaseTime: number | undefined): true {
+  private async held(leaseMs: number, leaseTime: number | undefined): Promise<true> {
+    if (this.engine.options.syncReplicas > 0) await this.confirmReplicated();
     const terms: HoldTerms = {
       leaseMs,
       renewal: leaseTime === undefined ? { client: this.engine.client, call: this.renewalCall(leaseMs) } : undefined,
-      releaseOne: () => this.releaseOne(this.engine.ids.nextRequest()),
+      releaseOne: () => this.releaseAnyHold(),
     };
     this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
     return true;
+  }
+
+  /**
+   * `syncReplicas`: waits until that many replicas have the acquisition, so a failover is less
+   * likely to lose it; when fewer confirm in time, lets go of it again and fails.
+   */
+  private async confirmReplicated(): Promise<void> {
+    const { syncReplicas, syncReplicasTimeout } = this.engine.options;
+    const confirmed = await waitForReplicas(this.engine.client, this.lockKey, syncReplicas, syncReplicasTimeout);
+    if (confirmed >= syncReplicas) return;
+    await this.releaseOne(this.engine.ids.nextRequest()).catch(() => undefined);
+    throw new LockError(REPLICAS_NOT_SYNCED(this.name, confirmed, syncReplicas, syncReplicasTimeout));
   }
 }

@@ -1,5 +1,6 @@
-import type { BaseLock } from './base-lock';
+import { MULTI_LOCK_EMPTY } from '../lock.messages';
 import type { Lock, LockOptions, TryLockOptions } from './lock';
+import type { OwnedLock } from './owned-lock';
 
 /**
  * All-or-nothing over several locks of any kind. Locks are taken in a stable order (by Redis key),
@@ -7,10 +8,11 @@ import type { Lock, LockOptions, TryLockOptions } from './lock';
  * released.
  */
 export class MultiLock implements Lock {
-  readonly locks: readonly BaseLock[];
+  readonly locks: readonly OwnedLock[];
 
-  constructor(locks: readonly BaseLock[]) {
-    const unique = new Map<string, BaseLock>();
+  constructor(locks: readonly OwnedLock[]) {
+    if (locks.length === 0) throw new TypeError(MULTI_LOCK_EMPTY('A multi-lock'));
+    const unique = new Map<string, OwnedLock>();
     for (const lock of locks) if (!unique.has(lock.lockKey)) unique.set(lock.lockKey, lock);
     this.locks = [...unique.values()].sort((a, b) => (a.lockKey < b.lockKey ? -1 : a.lockKey > b.lockKey ? 1 : 0));
   }
@@ -70,7 +72,7 @@ export class MultiLock implements Lock {
 
   private async acquire(waitMs: number, leaseTime: number | undefined): Promise<boolean> {
     const deadline = Date.now() + waitMs;
-    const taken: BaseLock[] = [];
+    const taken: OwnedLock[] = [];
     try {
       for (const lock of this.locks) {
         const remaining = Math.max(0, deadline - Date.now());

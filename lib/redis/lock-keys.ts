@@ -19,6 +19,26 @@ export class LockKeys {
     return `${lockKey}:channel`;
   }
 
+  /** A fair lock's waiting line (list of owner ids, first come first). */
+  static fairLine(lockKey: string): string {
+    return `${lockKey}:line`;
+  }
+
+  /** A fair lock's waiter deadlines (sorted set owner id -> deadline on the server clock). */
+  static fairDeadlines(lockKey: string): string {
+    return `${lockKey}:deadlines`;
+  }
+
+  /** The channel on which a fair lock wakes one waiter: the lock's channel plus the waiter's owner id. */
+  static waiterChannel(lockKey: string, ownerId: string): string {
+    return `${LockKeys.channel(lockKey)}:${ownerId}`;
+  }
+
+  /** A read-write lock's per-owner leases (sorted set owner id -> deadline on the server clock). */
+  static readWriteLeases(readWriteKey: string): string {
+    return `${readWriteKey}:leases`;
+  }
+
   static releaseRecord(lockKey: string, requestId: string): string {
     return `${lockKey}:rq:${requestId}`;
   }

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { RedisClient } from './redis-client';
+import { isCluster, type RedisClient } from './redis-client';
 
 /** Payload of an unlock message: how many local waiters the release can admit. */
 export const WAKE_ONE = 'one';
@@ -84,6 +84,15 @@ export class UnlockSubscriber {
     );
     // Errors surface through the waits' own timeouts; an unhandled 'error' event would crash the process.
     connection.on('error', (error: Error) => this.logger.debug?.(`subscriber: ${error.message}`));
+    if (isCluster(connection)) {
+      // A shard that stops serving a channel (its slot moved: Redis drops the subscription with an
+      // unrequested SUNSUBSCRIBE, which ioredis reports as a node error) is re-subscribed on the
+      // slot's new owner once the slot map is re-read: do it now rather than at the next interval.
+      connection.on('nodeError', (error: Error) => {
+        this.logger.debug?.(`subscriber shard: ${error.message}`);
+        connection.refreshSlotsCache();
+      });
+    }
   }
 
   /** Number of channels subscribed right now (0 when nobody waits). */

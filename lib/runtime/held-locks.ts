@@ -3,10 +3,21 @@ import type { ScriptCall } from '../redis/lua-script';
 import type { RedisClient } from '../redis/redis-client';
 
 /** How the watchdog renews a hold: one script call, batched with the others on the same client. */
-export interface Renewal {
+export interface ScriptRenewal {
   readonly client: RedisClient;
   readonly call: ScriptCall;
 }
+
+/**
+ * A renewal of its own, for a lock that is not one key on one server (a RedLock asks several
+ * masters): resolves true when renewed, false when the lock is gone; a rejection leaves the outcome
+ * open, and the watchdog retries it until the lease runs out.
+ */
+export interface CustomRenewal {
+  readonly renew: () => Promise<boolean>;
+}
+
+export type Renewal = ScriptRenewal | CustomRenewal;
 
 /** What a lock kind says about a successful acquisition. */
 export interface HoldTerms {
@@ -94,6 +105,24 @@ export class HeldLocks {
     if (hold.holdCount > 0) return false;
     this.forget(hold);
     return true;
+  }
+
+  /**
+   * Undoes `released` when the release did not apply (a read-write owner asked to release a mode it
+   * does not hold while it holds the other one): the hold is counted, and renewed, again.
+   */
+  restore(hold: HeldLock): void {
+    const id = `${hold.lockKey}\n${hold.ownerId}`;
+    const current = this.holds.get(id);
+    if (current && current !== hold) {
+      current.holdCount += 1;
+      return;
+    }
+    hold.holdCount += 1;
+    if (!current) {
+      this.holds.set(id, hold);
+      if (this.holds.size === 1) this.onFirstHold?.();
+    }
   }
 
   forget(hold: HeldLock): void {

@@ -1,5 +1,5 @@
 import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import Redis, { Cluster } from 'ioredis';
+import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { LockShutdownError } from '../errors';
 import { SHUTDOWN_RELEASE_FAILED } from '../lock.messages';
 import { isRedisClient, RedisConnectionOption, ResolvedLockOptions } from '../lock.options';
@@ -10,6 +10,7 @@ import { UnlockSubscriber, WAKE_ONE } from '../redis/unlock-subscriber';
 import { HeldLocks } from './held-locks';
 import { OwnerContext } from './owner-context';
 import { OwnerIds } from './owner-ids';
+import { REDLOCK_CONNECTION_DEFAULTS, RedLockMasters } from './redlock-masters';
 import { Watchdog } from './watchdog';
 
 /** How long a release's outcome is kept for a resent release (ioredis replays after a reconnect). */
@@ -17,15 +18,37 @@ const RELEASE_RECORD_TTL_MS = 10_000;
 /** Upper bound on letting go of held locks at shutdown. */
 const SHUTDOWN_RELEASE_BUDGET_MS = 2_000;
 
-/** Opens a connection for a URL or options (lazily: nothing connects before the first command). */
-export function connectionFor(option: RedisConnectionOption, connectionName: string): { client: RedisClient; owned: boolean } {
+/**
+ * Opens a connection for a URL or options (lazily: nothing connects before the first command);
+ * `defaults` apply unless the options say otherwise.
+ */
+export function connectionFor(
+  option: RedisConnectionOption,
+  connectionName: string,
+  defaults: RedisOptions = {},
+): { client: RedisClient; owned: boolean } {
   if (isRedisClient(option)) return { client: option, owned: false };
-  if (typeof option === 'string') return { client: new Redis(option, { lazyConnect: true, connectionName }), owned: true };
-  return { client: new Redis({ connectionName, ...option, lazyConnect: true }), owned: true };
+  if (typeof option === 'string') return { client: new Redis(option, { ...defaults, lazyConnect: true, connectionName }), owned: true };
+  return { client: new Redis({ ...defaults, connectionName, ...option, lazyConnect: true }), owned: true };
 }
 
+/**
+ * How often a cluster subscriber re-reads the slot map when nothing prompted it: a slot that moved
+ * without any error seen here is followed within this time (waits stay bounded by the TTL anyway).
+ */
+const SUBSCRIBER_SLOTS_REFRESH_MS = 5_000;
+
 function duplicateForSubscriber(client: RedisClient): RedisClient {
-  if (client instanceof Cluster) return client.duplicate(undefined, { lazyConnect: true });
+  if (client instanceof Cluster) {
+    // shardedSubscribers: one subscriber per master, SSUBSCRIBE sent to the slot's owner and
+    // re-sent when the slot map changes. Without it ioredis sends every SSUBSCRIBE to one node,
+    // and those for other shards never complete.
+    return client.duplicate(undefined, {
+      lazyConnect: true,
+      shardedSubscribers: true,
+      slotsRefreshInterval: client.options.slotsRefreshInterval ?? SUBSCRIBER_SLOTS_REFRESH_MS,
+    });
+  }
   return client.duplicate({ lazyConnect: true, connectionName: 'lock-subscriber' });
 }
 
@@ -57,6 +80,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly publishCommand: 'publish' | 'spublish';
   readonly releaseRecordTtlMs = RELEASE_RECORD_TTL_MS;
   readonly wakeMessageOnForceUnlock = WAKE_ONE;
+  /** The independent masters of `redlock.clients`, when configured. */
+  readonly redlockMasters: RedLockMasters | undefined;
 
   private readonly ownsClient: boolean;
   private readonly subscriberConnection: RedisClient;
@@ -73,6 +98,14 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     this.subscriber = new UnlockSubscriber(this.subscriberConnection, sharded);
     this.keys = new LockKeys(options.keyPrefix);
     this.watchdog = new Watchdog(this.holds, Math.floor(options.watchdogTimeout / 3), this.logger);
+    const { redlock } = options;
+    this.redlockMasters =
+      redlock &&
+      new RedLockMasters(
+        redlock.clients.map((option, i) => connectionFor(option, `lock-redlock-${i}`, REDLOCK_CONNECTION_DEFAULTS)),
+        redlock.masterTimeout,
+        this.logger,
+      );
   }
 
   /** Connects the connection the library opened once every module is initialised (and validated). */
@@ -80,6 +113,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     if (this.ownsClient && this.client.status === 'wait') {
       this.client.connect().catch((error: Error) => this.logger.warn(`Redis connection failed: ${error.message}`));
     }
+    this.redlockMasters?.connect();
   }
 
   /** Stop renewing, cancel waits, release what this instance holds, close what it opened. */
@@ -88,10 +122,12 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     this.shuttingDown = true;
     this.watchdog.stop();
     this.subscriber.close(new LockShutdownError());
+    this.redlockMasters?.cancelWaits(new LockShutdownError());
     await this.releaseHeldLocks();
     await Promise.all([
       closeConnection(this.subscriberConnection),
       this.ownsClient ? closeConnection(this.client) : Promise.resolve(),
+      this.redlockMasters?.close(),
     ]);
   }
 

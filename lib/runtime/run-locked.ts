@@ -1,8 +1,8 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
 import { RELEASE_FAILED, RELEASE_FOUND_NOTHING } from '../lock.messages';
-import type { BaseLock } from '../locks/base-lock';
 import type { LockRunContext, RunOptions } from '../locks/lock';
 import type { MultiLock } from '../locks/multi-lock';
+import type { OwnedLock } from '../locks/owned-lock';
 import type { LockEngine } from './lock-engine';
 
 /**
@@ -12,7 +12,7 @@ import type { LockEngine } from './lock-engine';
  */
 export async function runLocked<T>(
   engine: LockEngine,
-  lock: BaseLock | MultiLock,
+  lock: OwnedLock | MultiLock,
   fn: (context: LockRunContext) => T | Promise<T>,
   options: RunOptions | undefined,
 ): Promise<T> {

@@ -3,7 +3,7 @@ import calculateSlot from 'cluster-key-slot';
 import { LOCK_LOST, RENEWAL_FAILED } from '../lock.messages';
 import { isNoScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
-import type { HeldLock, HeldLocks } from './held-locks';
+import type { CustomRenewal, HeldLock, HeldLocks, ScriptRenewal } from './held-locks';
 
 /** A renewal that hangs (a frozen server) must not block the rounds after it. */
 async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -70,9 +70,14 @@ export class Watchdog {
   private async renewAll(): Promise<void> {
     const now = Date.now();
     const batches = new Map<RedisClient, Map<number, HeldLock[]>>();
+    const ownRenewals: Promise<void>[] = [];
     for (const hold of this.holds.all()) {
       if (!hold.renewal) {
         if (now - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'its leaseTime ran out', false);
+        continue;
+      }
+      if ('renew' in hold.renewal) {
+        ownRenewals.push(this.renewOnItsOwn(hold, hold.renewal));
         continue;
       }
       const { client, call } = hold.renewal;
@@ -87,7 +92,24 @@ export class Watchdog {
     for (const [client, bySlot] of batches) {
       for (const batch of bySlot.values()) work.push(this.renewBatch(client, batch));
     }
-    await Promise.all(work);
+    await Promise.all([...work, ...ownRenewals]);
+  }
+
+  /** A hold with a renewal of its own (a RedLock): same outcomes as a batched one, on its own. */
+  private async renewOnItsOwn(hold: HeldLock, renewal: CustomRenewal): Promise<void> {
+    const startedAt = Date.now();
+    let renewed: boolean | undefined;
+    let failure: unknown;
+    try {
+      renewed = await renewal.renew();
+    } catch (error) {
+      failure = error;
+    }
+    if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
+    if (renewed === true) hold.leaseStartedAt = startedAt;
+    else if (renewed === false) this.lose(hold, 'renewal found it no longer held');
+    else if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'renewals failed until its lease ran out');
+    else this.logger.warn(RENEWAL_FAILED(hold.name, failure instanceof Error ? failure.message : String(failure)));
   }
 
   private async renewBatch(client: RedisClient, batch: HeldLock[]): Promise<void> {
@@ -96,7 +118,7 @@ export class Watchdog {
     try {
       const pipeline = client.pipeline();
       for (const hold of batch) {
-        const { call } = hold.renewal!;
+        const { call } = hold.renewal as ScriptRenewal;
         pipeline.evalsha(call.script.sha, call.keys.length, ...call.keys, ...call.args);
       }
       results = ((await withTimeout(pipeline.exec(), this.intervalMs)) ?? []) as Array<[Error | null, unknown]>;
@@ -107,7 +129,7 @@ export class Watchdog {
       batch.map(async (hold, i) => {
         let [error, renewed] = results[i] ?? [new Error('no reply'), undefined];
         if (error && isNoScript(error)) {
-          const { call } = hold.renewal!;
+          const { call } = hold.renewal as ScriptRenewal;
           try {
             [error, renewed] = [null, await call.script.run(client, call.keys, call.args)];
           } catch (retryError) {

@@ -1,6 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { Lock, LockLostError, LockNotHeldError, LockRunContext, LockTimeoutError, RunOptions } from '../../lib';
+import { Lock, LockLostError, LockModuleOptions, LockNotHeldError, LockRunContext, LockTimeoutError, RunOptions } from '../../lib';
 import { createLockApp, deferred, sleep, waitUntil } from './lock-app';
 import { startRedis, TestRedis } from './redis-server';
 
@@ -11,6 +11,8 @@ export interface LockKind {
   run<T>(app: TestingModule, name: string, fn: (context: LockRunContext) => Promise<T>, options?: RunOptions): Promise<T>;
   /** The Redis key holding the lock's state. */
   redisKey(name: string): string;
+  /** Module options the kind needs besides `redis` (e.g. RedLock's masters), given the suite's server URL. */
+  moduleOptions?(redisUrl: string): Partial<LockModuleOptions>;
 }
 
 export const WATCHDOG_MS = 600;
@@ -31,8 +33,9 @@ export function describeLockContract(kind: LockKind): void {
     beforeAll(async () => {
       redis = await startRedis();
       raw = redis.client();
-      app = await createLockApp({ redis: redis.url, watchdogTimeout: WATCHDOG_MS });
-      other = await createLockApp({ redis: redis.url, watchdogTimeout: WATCHDOG_MS });
+      const options = { redis: redis.url, watchdogTimeout: WATCHDOG_MS, ...kind.moduleOptions?.(redis.url) };
+      app = await createLockApp(options);
+      other = await createLockApp(options);
     });
     afterAll(async () => {
       await app?.close();

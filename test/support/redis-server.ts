@@ -34,11 +34,13 @@ async function waitForPing(url: string, deadlineMs: number): Promise<void> {
     const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     try {
       await probe.connect();
-      if ((await probe.ping()) === 'PONG') return;
+      if ((await probe.ping()) === 'PONG') {
+        await probe.quit(); // disconnect() would leave ioredis's reconnect timer behind
+        return;
+      }
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`redis at ${url} did not answer: ${String(error)}`);
-    } finally {
       probe.disconnect();
+      if (Date.now() > deadline) throw new Error(`redis at ${url} did not answer: ${String(error)}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }

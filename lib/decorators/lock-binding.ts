@@ -1,0 +1,36 @@
+import { LockShutdownError } from '../errors';
+import type { FairLockService } from '../fair-lock.service';
+import type { LockService } from '../lock.service';
+import type { LockRunContext, RunOptions } from '../locks/lock';
+import type { ReadWriteLockService } from '../read-write-lock.service';
+import type { LockMode } from './distributed-lock.options';
+import type { LockNames } from './locked-method';
+
+/**
+ * The lock services of one LockModule instance, as a decorated method finds them at call time. Each
+ * mode goes to its own service (never to another lock kind); an array of names is one multi-lock.
+ */
+export class LockBinding {
+  /** Set when the application closes: later calls fail as a shutdown, not as a missing module. */
+  closed = false;
+
+  constructor(
+    private readonly locks: LockService,
+    private readonly fair: FairLockService,
+    private readonly readWrite: ReadWriteLockService,
+  ) {}
+
+  run<T>(mode: LockMode, names: LockNames, body: (context: LockRunContext) => T | Promise<T>, options: RunOptions): Promise<T> {
+    if (this.closed) return Promise.reject(new LockShutdownError(typeof names === 'string' ? names : names.join(',')));
+    switch (mode) {
+      case 'reentrant':
+        return this.locks.run(names, body, options);
+      case 'fair':
+        return this.fair.run(names, body, options);
+      case 'read':
+        return this.readWrite.runRead(names, body, options);
+      case 'write':
+        return this.readWrite.runWrite(names, body, options);
+    }
+  }
+}

@@ -1,0 +1,131 @@
+import { KeyTemplateError } from '../errors';
+import {
+  DECORATOR_BAD_KEY,
+  DECORATOR_BAD_OPTION,
+  DECORATOR_NOT_ASYNC,
+  KEY_FUNCTION_BAD_RESULT,
+} from '../lock.messages';
+import type { RunOptions } from '../locks/lock';
+import { DistributedLockOptions, LOCK_MODES, LockKey, LockMode } from './distributed-lock.options';
+import { compileKeyTemplate, KeyBuilder } from './key-template';
+import { declaredParameters } from './parameter-names';
+
+const KNOWN_OPTIONS = ['mode', 'waitTime', 'leaseTime'];
+
+/** The lock keys of one call: one name, or several taken together as a multi-lock. */
+export type LockNames = string | readonly string[];
+
+/**
+ * What `@DistributedLock` knows about one method, worked out once at decoration time: the compiled
+ * key, the mode and the run options. A problem found then (unknown parameter, bad option) is kept in
+ * `problem` and thrown by the explorer at bootstrap, where the whole application fails to start.
+ */
+export class LockedMethod {
+  readonly mode: LockMode;
+  readonly runOptions: RunOptions;
+  /** Why this method cannot be locked; thrown at bootstrap. */
+  readonly problem: Error | undefined;
+  private readonly keys: (thisArg: unknown, args: readonly unknown[]) => LockNames;
+
+  constructor(
+    /** `Class.method`, for messages. */
+    readonly method: string,
+    key: LockKey,
+    options: DistributedLockOptions | undefined,
+    original: Function,
+    declaredReturnType: unknown,
+    /** A problem the decorator found before (two lock decorators on one method). */
+    earlierProblem?: Error,
+  ) {
+    let mode: LockMode = 'reentrant';
+    let runOptions: RunOptions = {};
+    let keys: LockedMethod['keys'] = () => {
+      throw this.problem;
+    };
+    let problem: Error | undefined;
+    try {
+      if (earlierProblem) throw earlierProblem;
+      ({ mode, runOptions } = checkOptions(method, options));
+      checkReturnType(method, declaredReturnType);
+      keys = compileKey(method, key, original);
+    } catch (error) {
+      problem = error as Error;
+    }
+    this.mode = mode;
+    this.runOptions = runOptions;
+    this.keys = keys;
+    this.problem = problem;
+  }
+
+  /** The lock names of one call; throws `KeyTemplateError` for a value that cannot make a key. */
+  namesFor(thisArg: unknown, args: readonly unknown[]): LockNames {
+    return this.keys(thisArg, args);
+  }
+}
+
+function checkOptions(method: string, options: DistributedLockOptions | undefined): { mode: LockMode; runOptions: RunOptions } {
+  if (options === undefined) return { mode: 'reentrant', runOptions: {} };
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new TypeError(DECORATOR_BAD_OPTION(method, 'options', 'an object', options));
+  }
+  for (const option of Object.keys(options)) {
+    if (!KNOWN_OPTIONS.includes(option)) {
+      throw new TypeError(DECORATOR_BAD_OPTION(method, option, `one of the known options (${KNOWN_OPTIONS.join(', ')})`, option));
+    }
+  }
+  const { mode = 'reentrant', waitTime, leaseTime } = options;
+  if (!LOCK_MODES.includes(mode)) throw new TypeError(DECORATOR_BAD_OPTION(method, 'mode', LOCK_MODES.map((m) => `'${m}'`).join(' | '), mode));
+  if (waitTime !== undefined && (typeof waitTime !== 'number' || Number.isNaN(waitTime) || waitTime < 0)) {
+    throw new TypeError(DECORATOR_BAD_OPTION(method, 'waitTime', 'a number of milliseconds >= 0', waitTime));
+  }
+  if (leaseTime !== undefined && (typeof leaseTime !== 'number' || !Number.isFinite(leaseTime) || leaseTime <= 0)) {
+    throw new TypeError(DECORATOR_BAD_OPTION(method, 'leaseTime', 'a finite number of milliseconds > 0', leaseTime));
+  }
+  const runOptions: RunOptions = {};
+  if (waitTime !== undefined) runOptions.waitTime = waitTime;
+  if (leaseTime !== undefined) runOptions.leaseTime = leaseTime;
+  return { mode, runOptions };
+}
+
+/**
+ * A locked method returns a Promise whatever its body does (it waits for the lock). A method declared
+ * to return something else (`string`, an `Observable`, whose work would run after the lock is gone)
+ * is refused. `Object` (any, unions) and no metadata at all are accepted.
+ */
+function checkReturnType(method: string, declared: unknown): void {
+  if (typeof declared !== 'function' || declared === Promise || declared === Object) return;
+  throw new TypeError(DECORATOR_NOT_ASYNC(method, declared.name || 'a non-Promise value'));
+}
+
+function compileKey(method: string, key: LockKey, original: Function): LockedMethod['keys'] {
+  if (typeof key === 'function') {
+    return (thisArg, args) => checkKeyFunctionResult(method, key.apply(thisArg, args as unknown[]));
+  }
+  const templates = typeof key === 'string' ? [key] : Array.isArray(key) ? key : undefined;
+  if (!templates || templates.length === 0 || templates.some((template) => typeof template !== 'string')) {
+    throw new TypeError(DECORATOR_BAD_KEY(method, key));
+  }
+  const parameters = declaredParameters(original);
+  const builders: KeyBuilder[] = templates.map((template) => compileKeyTemplate(template, parameters, method));
+  if (typeof key === 'string') return (_thisArg, args) => builders[0](args);
+  return (_thisArg, args) => builders.map((build) => build(args));
+}
+
+function checkKeyFunctionResult(method: string, result: unknown): LockNames {
+  if (typeof result === 'string') {
+    if (result === '') throw new KeyTemplateError(KEY_FUNCTION_BAD_RESULT(method, 'an empty string'));
+    return result;
+  }
+  if (!Array.isArray(result)) throw new KeyTemplateError(KEY_FUNCTION_BAD_RESULT(method, describe(result)));
+  if (result.length === 0) throw new KeyTemplateError(KEY_FUNCTION_BAD_RESULT(method, 'an empty array'));
+  const bad = result.findIndex((name) => typeof name !== 'string' || name === '');
+  if (bad !== -1) throw new KeyTemplateError(KEY_FUNCTION_BAD_RESULT(method, `${describe(result[bad])} at index ${bad}`));
+  if (result.length === 1) return result[0] as string;
+  return result as string[];
+}
+
+function describe(value: unknown): string {
+  if (value === '') return 'an empty string';
+  if (value === null || value === undefined) return String(value);
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
+}

@@ -1,0 +1,89 @@
+import { LockKeys } from '../redis/lock-keys';
+import { LuaScript, type ScriptCall } from '../redis/lua-script';
+import { WAKE_ONE } from '../redis/unlock-subscriber';
+import { AttemptResult, BaseLock, ReleaseResult } from './base-lock';
+
+const fairScripts = {
+  acquire: LuaScript.named('fair-acquire'),
+  release: LuaScript.named('fair-release'),
+  leave: LuaScript.named('fair-leave'),
+  forceRelease: LuaScript.named('fair-force-release'),
+};
+
+/**
+ * The fair lock (DESIGN §4): the reentrant lock's hash (so the plain and the fair lock of one name
+ * exclude each other) plus a FIFO line of waiters and their deadlines on the server's clock. Each
+ * waiter sleeps on a channel of its own, so a release wakes only the head of the line; every retry
+ * refreshes the waiter's deadline, which makes the retries heartbeats and lets a crashed waiter
+ * drop out of the line after `fairLockWaiterTimeout`.
+ */
+export class FairLock extends BaseLock {
+  private get lineKeys(): [string, string, string] {
+    return [this.lockKey, LockKeys.fairLine(this.lockKey), LockKeys.fairDeadlines(this.lockKey)];
+  }
+
+  protected async attempt(leaseMs: number, requestId: string, joinLine: boolean): Promise<AttemptResult> {
+    const { client, options } = this.engine;
+    return (await fairScripts.acquire.run(client, this.lineKeys, [
+      leaseMs,
+      this.ownerId,
+      requestId,
+      options.fairLockWaiterTimeout,
+      joinLine ? 1 : 0,
+    ])) as AttemptResult;
+  }
+
+  protected async releaseOne(requestId: string): Promise<ReleaseResult> {
+    const { client, options, publishCommand, releaseRecordTtlMs } = this.engine;
+    return (await fairScripts.release.run(
+      client,
+      [...this.lineKeys, LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`)],
+      [
+        this.hold?.leaseMs ?? options.watchdogTimeout,
+        this.ownerId,
+        releaseRecordTtlMs,
+        publishCommand,
+        this.waiterChannelPrefix,
+        LockKeys.channel(this.lockKey),
+        WAKE_ONE,
+      ],
+    )) as ReleaseResult;
+  }
+
+  /** The hash is the plain lock's, so is its renewal. */
+  protected renewalCall(leaseMs: number): ScriptCall {
+    return { script: this.engine.scripts.reentrantRenew, keys: [this.lockKey], args: [leaseMs, this.ownerId] };
+  }
+
+  /** Each waiter's own channel: a release wakes the head of the line and nobody else. */
+  protected override waitChannel(): string {
+    return LockKeys.waiterChannel(this.lockKey, this.ownerId);
+  }
+
+  /** Retries double as heartbeats: at least three per waiter timeout, so only dead waiters are dropped. */
+  protected override maxSleepMs(): number {
+    return Math.max(1, Math.floor(this.engine.options.fairLockWaiterTimeout / 3));
+  }
+
+  /** A waiter that gives up leaves the line at once (and wakes the next one if it stood at the head). */
+  protected override async abandonWait(): Promise<void> {
+    const { client, publishCommand } = this.engine;
+    await fairScripts.leave.run(client, this.lineKeys, [this.ownerId, publishCommand, this.waiterChannelPrefix, WAKE_ONE]);
+  }
+
+  override async forceUnlock(): Promise<boolean> {
+    const { client, publishCommand } = this.engine;
+    return (
+      (await fairScripts.forceRelease.run(client, this.lineKeys, [
+        publishCommand,
+        this.waiterChannelPrefix,
+        LockKeys.channel(this.lockKey),
+        WAKE_ONE,
+      ])) === 1
+    );
+  }
+
+  private get waiterChannelPrefix(): string {
+    return LockKeys.waiterChannel(this.lockKey, '');
+  }
+}

@@ -1,0 +1,24 @@
+import type { HeldLock } from '../runtime/held-locks';
+import type { Lock } from './lock';
+
+/**
+ * A lock object bound to one owner: what a multi-lock and the run helpers need from each member,
+ * whatever its kind (the single-server kinds of `BaseLock`, or a RedLock over several masters).
+ */
+export interface OwnedLock extends Lock {
+  /** Identifies the lock in this process: the owner context and the hold registry are keyed by it. */
+  readonly lockKey: string;
+  readonly ownerId: string;
+  /** The current owner's hold in this process, if any. */
+  readonly hold: HeldLock | undefined;
+}
+
+export function isOwnedLock(value: unknown): value is OwnedLock {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as OwnedLock).lockKey === 'string' &&
+    typeof (value as OwnedLock).ownerId === 'string' &&
+    typeof (value as OwnedLock).tryLock === 'function'
+  );
+}

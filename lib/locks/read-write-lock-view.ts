@@ -1,0 +1,143 @@
+import { LockNotHeldError, LockUpgradeError } from '../errors';
+import { LockKeys } from '../redis/lock-keys';
+import { LuaScript, type ScriptCall } from '../redis/lua-script';
+import { WAKE_ALL, WAKE_ONE } from '../redis/unlock-subscriber';
+import type { LockEngine } from '../runtime/lock-engine';
+import { AttemptResult, BaseLock, ReleaseResult } from './base-lock';
+
+export type ReadWriteMode = 'read' | 'write';
+
+/** rw-write-acquire.lua: the owner holds only the read lock, so waiting for the write lock would never end. */
+const UPGRADE_REFUSED = -3;
+/** rw-*-release.lua: no hold in this mode, but the owner holds the other mode. */
+const HOLDS_OTHER_MODE = -1;
+type ModeReleaseResult = ReleaseResult | typeof HOLDS_OTHER_MODE;
+
+const modeScripts = {
+  read: {
+    acquire: LuaScript.named('rw-read-acquire'),
+    release: LuaScript.named('rw-read-release'),
+    // Only writers wait while readers hold: the last reader out admits one of them.
+    releaseMessage: WAKE_ONE,
+  },
+  write: {
+    acquire: LuaScript.named('rw-write-acquire'),
+    release: LuaScript.named('rw-write-release'),
+    // A writer leaving (or downgrading) admits many readers.
+    releaseMessage: WAKE_ALL,
+  },
+} as const;
+const renewScript = LuaScript.named('rw-renew');
+const holdCountScript = LuaScript.named('rw-hold-count');
+const forceReleaseScript = LuaScript.named('rw-force-release');
+
+/**
+ * One view (read or write) of a read-write lock (DESIGN §4). Both views of one owner share its hold
+ * record and its lease: the watchdog renews everything the owner holds in one call, and a crashed
+ * reader's lease runs out while the other readers renew theirs.
+ */
+export class ReadWriteLockView extends BaseLock {
+  constructor(
+    engine: LockEngine,
+    name: string,
+    readWriteKey: string,
+    ownerId: string,
+    readonly mode: ReadWriteMode,
+  ) {
+    super(engine, name, readWriteKey, ownerId);
+  }
+
+  private get leasesKey(): string {
+    return LockKeys.readWriteLeases(this.lockKey);
+  }
+
+  protected async attempt(leaseMs: number, requestId: string): Promise<AttemptResult> {
+    const result = await modeScripts[this.mode].acquire.run(this.engine.client, [this.lockKey, this.leasesKey], [
+      leaseMs,
+      this.ownerId,
+      requestId,
+    ]);
+    if (result === UPGRADE_REFUSED) throw new LockUpgradeError(this.name);
+    return result as AttemptResult;
+  }
+
+  protected async releaseOne(requestId: string): Promise<ReleaseResult> {
+    const result = await this.releaseIn(this.mode, requestId);
+    return result === HOLDS_OTHER_MODE ? null : result;
+  }
+
+  protected renewalCall(leaseMs: number): ScriptCall {
+    return { script: renewScript, keys: [this.lockKey, this.leasesKey], args: [leaseMs, this.ownerId] };
+  }
+
+  /** Readers share the lock: a reader never parks behind a local writer that waits for other readers. */
+  protected override queuesBehindLocalWaiters(): boolean {
+    return this.mode === 'write';
+  }
+
+  /** The owner's hold record counts both modes: a read release by a writer must not drop its renewal. */
+  override async unlock(): Promise<void> {
+    const { holds, ids } = this.engine;
+    const hold = this.hold;
+    // Forget the hold first: the watchdog must not renew (resurrect) what is being released.
+    if (hold) holds.released(hold);
+    const result = await this.releaseIn(this.mode, ids.nextRequest());
+    if (result === null || result === HOLDS_OTHER_MODE) {
+      if (hold && result === HOLDS_OTHER_MODE) holds.restore(hold);
+      else if (hold) holds.forget(hold);
+      throw new LockNotHeldError(this.name);
+    }
+    if (result === 1 && hold) holds.forget(hold);
+  }
+
+  /** At shutdown the shared hold record may count holds of either mode: release whichever remains. */
+  protected override async releaseAnyHold(): Promise<unknown> {
+    const { ids } = this.engine;
+    const result = await this.releaseIn(this.mode, ids.nextRequest());
+    if (result !== HOLDS_OTHER_MODE) return result;
+    return this.releaseIn(this.mode === 'read' ? 'write' : 'read', ids.nextRequest());
+  }
+
+  /** True while the lock is held in this view's mode, by anyone. */
+  override async isLocked(): Promise<boolean> {
+    return (await this.engine.client.hget(this.lockKey, 'mode')) === this.mode;
+  }
+
+  override async isHeldByCurrentOwner(): Promise<boolean> {
+    return (await this.getHoldCount()) > 0;
+  }
+
+  /** This owner's holds in this view's mode (a hold whose lease ran out counts as gone). */
+  override async getHoldCount(): Promise<number> {
+    return Number(
+      await holdCountScript.run(this.engine.client, [this.lockKey, this.leasesKey], [this.ownerId, this.mode]),
+    );
+  }
+
+  /** Deletes the lock if it is held in this view's mode, whoever holds it, and wakes every waiter. */
+  override async forceUnlock(): Promise<boolean> {
+    const { client, publishCommand } = this.engine;
+    return (
+      (await forceReleaseScript.run(client, [this.lockKey, this.leasesKey, LockKeys.channel(this.lockKey)], [
+        this.mode,
+        publishCommand,
+        WAKE_ALL,
+      ])) === 1
+    );
+  }
+
+  private async releaseIn(mode: ReadWriteMode, requestId: string): Promise<ModeReleaseResult> {
+    const { client, publishCommand, releaseRecordTtlMs } = this.engine;
+    const { release, releaseMessage } = modeScripts[mode];
+    return (await release.run(
+      client,
+      [
+        this.lockKey,
+        this.leasesKey,
+        LockKeys.channel(this.lockKey),
+        LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`),
+      ],
+      [this.ownerId, releaseRecordTtlMs, publishCommand, releaseMessage],
+    )) as ModeReleaseResult;
+  }
+}

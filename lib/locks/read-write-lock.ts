@@ -1,0 +1,28 @@
+import type { LockEngine } from '../runtime/lock-engine';
+import type { Lock } from './lock';
+import { ReadWriteLockView } from './read-write-lock-view';
+
+/**
+ * A read-write lock: many owners read at once, one owner writes (and may read too: write-then-read
+ * downgrades). Its two views share this object's owner, so `writeLock().lock()` followed by
+ * `readLock().lock()` downgrades, while `readLock()` then `writeLock()` is a `LockUpgradeError`.
+ */
+export class ReadWriteLock {
+  private readonly read: ReadWriteLockView;
+  private readonly write: ReadWriteLockView;
+
+  constructor(engine: LockEngine, readonly name: string, readWriteKey: string, ownerId: string) {
+    this.read = new ReadWriteLockView(engine, name, readWriteKey, ownerId, 'read');
+    this.write = new ReadWriteLockView(engine, name, readWriteKey, ownerId, 'write');
+  }
+
+  /** Shared with other readers; `isLocked()` is true while the lock is held in read mode. */
+  readLock(): Lock {
+    return this.read;
+  }
+
+  /** Exclusive; `isLocked()` is true while the lock is held in write mode. */
+  writeLock(): Lock {
+    return this.write;
+  }
+}

@@ -1,0 +1,212 @@
+import { LockError, LockNotHeldError } from '../errors';
+import { INVALID_TIME, REDLOCK_NO_MAJORITY } from '../lock.messages';
+import { LockKeys } from '../redis/lock-keys';
+import { LuaScript } from '../redis/lua-script';
+import { WAKE_ONE } from '../redis/unlock-subscriber';
+import type { HeldLock, HoldTerms } from '../runtime/held-locks';
+import type { LockEngine } from '../runtime/lock-engine';
+import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
+import { checkTime } from './base-lock';
+import type { LockOptions, TryLockOptions } from './lock';
+import type { OwnedLock } from './owned-lock';
+
+const scripts = {
+  acquire: LuaScript.named('redlock-acquire'),
+  release: LuaScript.named('redlock-release'),
+  renew: LuaScript.named('reentrant-renew'),
+  forceRelease: LuaScript.named('force-release'),
+};
+
+/**
+ * Clock drift allowance subtracted from the lease when judging an acquisition (the Redlock
+ * algorithm's): 1% of the lease plus 2 ms for timer granularity.
+ */
+const CLOCK_DRIFT_FACTOR = 0.01;
+const CLOCK_DRIFT_FLOOR_MS = 2;
+
+/**
+ * Waiting for a RedLock retries after a random pause (the Redlock algorithm's jitter, so
+ * contenders do not keep colliding) instead of subscribing: a subscription lives on one server, and
+ * RedLock must not depend on any one master being up. A hand-off therefore takes up to
+ * `RETRY_DELAY_MS + RETRY_JITTER_MS`, not one round trip.
+ */
+const RETRY_DELAY_MS = 50;
+const RETRY_JITTER_MS = 100;
+
+/** Prefix of a RedLock's identity in the owner context and hold registry, apart from a plain lock of the same name. */
+const REDLOCK_IDENTITY = 'redlock\n';
+
+const driftMs = (leaseMs: number): number => Math.floor(leaseMs * CLOCK_DRIFT_FACTOR) + CLOCK_DRIFT_FLOOR_MS;
+
+/**
+ * The Redlock algorithm over the independent masters of `redlock.clients` (DESIGN §4): the same
+ * key on every master; acquired when a majority (N/2 + 1) granted it within the lease minus the
+ * time spent asking minus the drift allowance; otherwise released on all N. Re-entry is counted in
+ * this process (every master holds a count of 1, see lua/redlock-acquire.lua), and re-arms the
+ * lease on the masters like a fresh attempt. The watchdog renews on every master and keeps the lock
+ * while a majority still holds it; below that the holder's signal aborts with `LockLostError`.
+ *
+ * Safety rests on bounded clock drift and process pauses shorter than the lease, and there is no
+ * fencing token: see the README's "RedLock: safety limits".
+ */
+export class RedLock implements OwnedLock {
+  readonly lockKey: string;
+
+  constructor(
+    private readonly engine: LockEngine,
+    private readonly masters: RedLockMasters,
+    readonly name: string,
+    /** The key on every master (`keyPrefix` + name, hash-tag wrapped like every lock key). */
+    readonly masterKey: string,
+    readonly ownerId: string,
+  ) {
+    this.lockKey = RedLock.identity(masterKey);
+  }
+
+  /** The RedLock's `lockKey` in this process: apart from the plain lock's, which may use the same key. */
+  static identity(masterKey: string): string {
+    return REDLOCK_IDENTITY + masterKey;
+  }
+
+  get hold(): HeldLock | undefined {
+    return this.engine.holds.get(this.lockKey, this.ownerId);
+  }
+
+  async lock(options?: LockOptions): Promise<void> {
+    await this.acquire(Number.POSITIVE_INFINITY, options?.leaseTime);
+  }
+
+  tryLock(options?: TryLockOptions): Promise<boolean> {
+    return this.acquire(options?.waitTime ?? 0, options?.leaseTime);
+  }
+
+  /**
+   * Releases one hold; the last one releases on every master. Rejects with `LockNotHeldError` when
+   * no master held it for this owner (an error when no master could be reached).
+   */
+  async unlock(): Promise<void> {
+    const { holds } = this.engine;
+    const hold = holds.get(this.lockKey, this.ownerId);
+    // Out of the registry before the release goes out, so the watchdog cannot renew it meanwhile.
+    if (hold && !holds.released(hold)) return;
+    const votes = await this.releaseEverywhere();
+    if (votes.yes > 0) return;
+    if (votes.failed > 0) throw votes.firstError ?? new LockError(REDLOCK_NO_MAJORITY(this.name, 0, this.masters.clients.length, 1));
+    throw new LockNotHeldError(this.name);
+  }
+
+  /** Deletes the lock on every master, whoever holds it; true when any master had it. */
+  async forceUnlock(): Promise<boolean> {
+    const votes = await this.masters.ask(
+      async (client) =>
+        (await scripts.forceRelease.run(client, [this.masterKey, LockKeys.channel(this.masterKey)], ['publish', WAKE_ONE])) === 1,
+      this.queryTimeout(),
+      'all',
+    );
+    return votes.yes > 0;
+  }
+
+  /** True when a majority of the masters has the lock (whoever holds it). */
+  async isLocked(): Promise<boolean> {
+    const votes = await this.masters.ask(async (client) => (await client.exists(this.masterKey)) === 1, this.queryTimeout());
+    return votes.yes >= this.masters.quorum;
+  }
+
+  /** True when a majority of the masters has the lock for this owner. */
+  async isHeldByCurrentOwner(): Promise<boolean> {
+    const votes = await this.masters.ask(async (client) => (await client.hexists(this.masterKey, this.ownerId)) === 1, this.queryTimeout());
+    return votes.yes >= this.masters.quorum;
+  }
+
+  /** This owner's holds (counted in this process) while a majority of the masters holds it; else 0. */
+  async getHoldCount(): Promise<number> {
+    if (!(await this.isHeldByCurrentOwner())) return 0;
+    return this.hold?.holdCount ?? 1;
+  }
+
+  /** How long a majority of the masters keeps the lock (ms); -2 when it is not held by a majority. */
+  async remainTimeToLive(): Promise<number> {
+    const ttls = await this.masters.askEach((client) => client.pttl(this.masterKey), this.queryTimeout());
+    const known = ttls.map((ttl) => ttl ?? -2).sort((a, b) => b - a);
+    const majorityTtl = known[this.masters.quorum - 1];
+    return majorityTtl >= 0 ? majorityTtl : -2;
+  }
+
+  private async acquire(waitMs: number, leaseTime: number | undefined): Promise<boolean> {
+    checkTime('waitTime', waitMs, true);
+    checkTime('leaseTime', leaseTime, false);
+    if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
+    const leaseMs = leaseTime ?? this.engine.options.watchdogTimeout;
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      if (await this.attempt(leaseMs, leaseTime)) return true;
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) return false;
+      await this.masters.pause(Math.min(remaining, RETRY_DELAY_MS + Math.random() * RETRY_JITTER_MS));
+    }
+  }
+
+  /** One round of the algorithm: ask every master, keep the lock only with a majority in time. */
+  private async attempt(leaseMs: number, leaseTime: number | undefined): Promise<boolean> {
+    const heldBefore = this.hold !== undefined;
+    const startedAt = Date.now();
+    const votes = await this.masters.ask(
+      async (client) => (await scripts.acquire.run(client, [this.masterKey], [leaseMs, this.ownerId])) === null,
+      this.masters.masterTimeout(leaseMs),
+    );
+    const validityMs = leaseMs - (Date.now() - startedAt) - driftMs(leaseMs);
+    if (votes.yes >= this.masters.quorum && validityMs > 0) {
+      this.held(leaseMs, leaseTime, startedAt);
+      return true;
+    }
+    // A failed first attempt lets go of whatever it got; a failed re-entry keeps the hold it had
+    // (the watchdog or the lease decides about that one).
+    if (!heldBefore) await this.releaseEverywhere();
+    return false;
+  }
+
+  private held(leaseMs: number, leaseTime: number | undefined, startedAt: number): void {
+    const terms: HoldTerms = {
+      leaseMs,
+      renewal: leaseTime === undefined ? { renew: () => this.renew(leaseMs) } : undefined,
+      releaseOne: () => this.releaseEverywhere(),
+    };
+    const hold = this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
+    // The lease began when the first master was asked, not when the last answered.
+    hold.leaseStartedAt = startedAt;
+  }
+
+  /**
+   * The watchdog's renewal: true while a majority still holds the lock for this owner; false once
+   * a majority no longer can (then the minority's leftovers are released too); a rejection when
+   * too few masters answered to tell, which the watchdog retries until the lease runs out.
+   */
+  private async renew(leaseMs: number): Promise<boolean> {
+    const votes = await this.masters.ask(
+      async (client) => (await scripts.renew.run(client, [this.masterKey], [leaseMs, this.ownerId])) === 1,
+      this.masters.masterTimeout(leaseMs),
+    );
+    const { quorum, clients } = this.masters;
+    if (votes.yes >= quorum) return true;
+    if (votes.no > clients.length - quorum) {
+      void this.releaseEverywhere();
+      return false;
+    }
+    throw votes.firstError ?? new LockError(REDLOCK_NO_MAJORITY(this.name, votes.yes, clients.length, quorum));
+  }
+
+  /** Releases this owner's lock on every master, waiting (bounded) for each to answer. */
+  private releaseEverywhere(): Promise<Votes> {
+    return this.masters.ask(
+      async (client) =>
+        (await scripts.release.run(client, [this.masterKey, LockKeys.channel(this.masterKey)], [this.ownerId, WAKE_ONE])) === 1,
+      this.queryTimeout(),
+      'all',
+    );
+  }
+
+  /** Bound of a query or release on one master. */
+  private queryTimeout(): number {
+    return this.masters.masterTimeout(this.hold?.leaseMs ?? this.engine.options.watchdogTimeout);
+  }
+}

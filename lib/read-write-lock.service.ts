@@ -1,0 +1,68 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { LockRunContext, RunOptions } from './locks/lock';
+import { MultiLock } from './locks/multi-lock';
+import { ReadWriteLock } from './locks/read-write-lock';
+import { ReadWriteLockView, type ReadWriteMode } from './locks/read-write-lock-view';
+import { checkLockName } from './lock.service';
+import { LockEngine } from './runtime/lock-engine';
+import { runLocked } from './runtime/run-locked';
+
+/** Read-write locks: many readers at once, or one writer. */
+@Injectable()
+export class ReadWriteLockService {
+  constructor(@Inject(LockEngine) private readonly engine: LockEngine) {}
+
+  /**
+   * The read-write lock `name`: `{ readLock(), writeLock() }`, both owned by this object (or, inside
+   * a `runRead`/`runWrite` of `name`, by that call chain), so write-then-read downgrades.
+   */
+  getReadWriteLock(name: string): ReadWriteLock {
+    checkLockName(name);
+    const key = this.engine.keys.readWrite(name);
+    return new ReadWriteLock(this.engine, name, key, this.ownerFor(key, undefined));
+  }
+
+  /**
+   * Holds the read lock of `name` (or of every name of an array, as one multi-lock) while `fn`
+   * runs, alongside other readers. Inside a `runWrite` of the same name this re-uses the writer's
+   * owner (a downgrade). Throws `LockTimeoutError` without calling `fn` on timeout.
+   */
+  runRead<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T> {
+    return this.runIn('read', name, fn, options);
+  }
+
+  /**
+   * Holds the write lock of `name` (or of every name of an array, as one multi-lock) while `fn`
+   * runs. Inside a `runRead` of the same name this rejects with `LockUpgradeError` at once (waiting
+   * for itself would never end). Throws `LockTimeoutError` without calling `fn` on timeout.
+   */
+  runWrite<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T> {
+    return this.runIn('write', name, fn, options);
+  }
+
+  private runIn<T>(
+    mode: ReadWriteMode,
+    name: string | readonly string[],
+    fn: (context: LockRunContext) => T | Promise<T>,
+    options: RunOptions | undefined,
+  ): Promise<T> {
+    try {
+      if (typeof name === 'string' || !Array.isArray(name)) return runLocked(this.engine, this.view(mode, name as string, undefined), fn, options);
+      const owner = this.engine.ids.nextOwner();
+      return runLocked(this.engine, new MultiLock(name.map((n: string) => this.view(mode, n, owner))), fn, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private view(mode: ReadWriteMode, name: string, fallbackOwner: string | undefined): ReadWriteLockView {
+    checkLockName(name);
+    const key = this.engine.keys.readWrite(name);
+    return new ReadWriteLockView(this.engine, name, key, this.ownerFor(key, fallbackOwner), mode);
+  }
+
+  /** The call chain's owner of the lock, else `fallbackOwner`, else a new owner. */
+  private ownerFor(key: string, fallbackOwner: string | undefined): string {
+    return this.engine.ownerContext.ownerOf(key) ?? fallbackOwner ?? this.engine.ids.nextOwner();
+  }
+}

@@ -1,0 +1,158 @@
+import type { Logger } from '@nestjs/common';
+import type { RedisOptions } from 'ioredis';
+import { REDLOCK_MASTER_SILENT } from '../lock.messages';
+import { closeConnection, type RedisClient } from '../redis/redis-client';
+
+/**
+ * Connections the library opens to RedLock masters fail a command at the first failed reconnect
+ * instead of queueing it for about twenty: a dead master must answer "no" now, not replay a stale
+ * acquisition when it comes back. Options given for a master override this.
+ */
+export const REDLOCK_CONNECTION_DEFAULTS: RedisOptions = { maxRetriesPerRequest: 0 };
+
+/** A master's per-command bound, when `redlock.masterTimeout` is not set: a tenth of the lease, kept within these. */
+const MIN_MASTER_TIMEOUT_MS = 50;
+const MAX_MASTER_TIMEOUT_MS = 500;
+
+export interface MasterConnection {
+  readonly client: RedisClient;
+  /** Opened by the library (from a URL or options): connected at bootstrap, closed at shutdown. */
+  readonly owned: boolean;
+}
+
+/** How the masters answered one question. */
+export interface Votes {
+  yes: number;
+  no: number;
+  /** Errors and timeouts: masters whose answer is unknown. */
+  failed: number;
+  firstError: Error | undefined;
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    work,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(REDLOCK_MASTER_SILENT(ms))), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The independent masters of `redlock.clients`: their connections, the majority they form, and
+ * the fan-out of one question to all of them with a per-master time bound, so one dead or frozen
+ * master never stalls the others. Also owns the RedLock waits, so shutdown can cancel them.
+ */
+export class RedLockMasters {
+  readonly clients: readonly RedisClient[];
+  /** A majority: N/2 + 1. */
+  readonly quorum: number;
+  private readonly pausing = new Set<(error: Error) => void>();
+  private closedWith: Error | undefined;
+
+  constructor(
+    private readonly connections: readonly MasterConnection[],
+    private readonly masterTimeoutOption: number | undefined,
+    private readonly logger: Logger,
+  ) {
+    this.clients = connections.map((c) => c.client);
+    this.quorum = Math.floor(connections.length / 2) + 1;
+    connections.forEach(({ client, owned }, i) => {
+      if (owned) client.on('error', (error: Error) => logger.debug?.(`redlock master ${i}: ${error.message}`));
+    });
+  }
+
+  /** The per-master bound of one command for a lock with this lease. */
+  masterTimeout(leaseMs: number): number {
+    return this.masterTimeoutOption ?? Math.min(MAX_MASTER_TIMEOUT_MS, Math.max(MIN_MASTER_TIMEOUT_MS, Math.round(leaseMs / 10)));
+  }
+
+  /**
+   * Asks every master at once, each bounded by `timeoutMs`. With `until: 'majority'` it resolves as
+   * soon as a majority said yes, or as soon as that can no longer happen; slower answers still
+   * complete in the background (a late "yes" to an acquisition is a hold that the release, which
+   * goes to every master, removes). With `until: 'all'` it waits for every master.
+   */
+  ask(question: (client: RedisClient) => Promise<boolean>, timeoutMs: number, until: 'majority' | 'all' = 'majority'): Promise<Votes> {
+    const votes: Votes = { yes: 0, no: 0, failed: 0, firstError: undefined };
+    const total = this.clients.length;
+    return new Promise<Votes>((resolve) => {
+      const settle = (): void => {
+        const pending = total - votes.yes - votes.no - votes.failed;
+        const decided = until === 'majority' && (votes.yes >= this.quorum || votes.yes + pending < this.quorum);
+        if (decided || pending === 0) resolve({ ...votes });
+      };
+      for (const client of this.clients) {
+        let answer: Promise<boolean>;
+        try {
+          answer = withTimeout(question(client), timeoutMs);
+        } catch (error) {
+          answer = Promise.reject(error);
+        }
+        answer.then(
+          (yes) => {
+            if (yes) votes.yes += 1;
+            else votes.no += 1;
+            settle();
+          },
+          (error: unknown) => {
+            votes.failed += 1;
+            votes.firstError ??= error instanceof Error ? error : new Error(String(error));
+            settle();
+          },
+        );
+      }
+    });
+  }
+
+  /** Every master's answer, `undefined` for one that failed or did not answer in time. */
+  askEach<T>(question: (client: RedisClient) => Promise<T>, timeoutMs: number): Promise<Array<T | undefined>> {
+    return Promise.all(
+      this.clients.map(async (client) => {
+        try {
+          return await withTimeout(question(client), timeoutMs);
+        } catch {
+          return undefined;
+        }
+      }),
+    );
+  }
+
+  /** A pause between attempts; rejects at once when the module shuts down. */
+  pause(ms: number): Promise<void> {
+    if (this.closedWith) return Promise.reject(this.closedWith);
+    return new Promise<void>((resolve, reject) => {
+      const cancel = (error: Error): void => {
+        clearTimeout(timer);
+        this.pausing.delete(cancel);
+        reject(error);
+      };
+      const timer = setTimeout(() => {
+        this.pausing.delete(cancel);
+        resolve();
+      }, ms);
+      this.pausing.add(cancel);
+    });
+  }
+
+  /** Connects the connections the library opened (once every module is validated). */
+  connect(): void {
+    for (const { client, owned } of this.connections) {
+      if (owned && client.status === 'wait') {
+        client.connect().catch((error: Error) => this.logger.warn(`RedLock master connection failed: ${error.message}`));
+      }
+    }
+  }
+
+  /** Rejects every RedLock wait in progress, and the ones that would start, with `error`. */
+  cancelWaits(error: Error): void {
+    this.closedWith = error;
+    for (const cancel of [...this.pausing]) cancel(error);
+  }
+
+  /** Closes the connections the library opened; the user's own clients stay open. */
+  async close(): Promise<void> {
+    await Promise.all(this.connections.filter((c) => c.owned).map((c) => closeConnection(c.client)));
+  }
+}

@@ -1,0 +1,60 @@
+-- Release one hold of the fair lock; the last one wakes only the waiter at the head of the line.
+-- KEYS[1]  lock hash (see fair-acquire.lua)
+-- KEYS[2]  waiting line (list of owner ids)
+-- KEYS[3]  waiter deadlines (sorted set, server clock)
+-- KEYS[4]  release record: the outcome of this request, kept for ARGV[3] ms so that a resent
+--          release returns its first answer instead of "not held"
+-- ARGV[1]  lease in ms, re-armed while holds remain
+-- ARGV[2]  owner id
+-- ARGV[3]  how long to keep the release record, in ms
+-- ARGV[4]  publish command: 'publish', or 'spublish' on a cluster
+-- ARGV[5]  prefix of a waiter's own channel (the waiter's owner id follows it)
+-- ARGV[6]  the lock's shared channel, for plain-lock waiters when nobody is in line
+-- ARGV[7]  unlock message
+-- Returns  nil when the owner does not hold the lock, 0 when holds remain, 1 when released
+local lockKey = KEYS[1]
+local lineKey = KEYS[2]
+local deadlinesKey = KEYS[3]
+local recordKey = KEYS[4]
+local leaseMs = ARGV[1]
+local ownerId = ARGV[2]
+local recordTtlMs = ARGV[3]
+local publishCommand = ARGV[4]
+local waiterChannelPrefix = ARGV[5]
+local sharedChannel = ARGV[6]
+local unlockMessage = ARGV[7]
+
+local recorded = redis.call('get', recordKey)
+if recorded then
+  return tonumber(recorded)
+end
+
+if redis.call('hexists', lockKey, ownerId) == 0 then
+  return nil
+end
+
+local outcome
+if redis.call('hincrby', lockKey, ownerId, -1) > 0 then
+  redis.call('pexpire', lockKey, leaseMs)
+  outcome = 0
+else
+  redis.call('del', lockKey)
+  -- Wake a live head only: drop the waiters whose deadline passed first.
+  local time = redis.call('time')
+  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  local expired = redis.call('zrangebyscore', deadlinesKey, '-inf', now)
+  for _, waiterId in ipairs(expired) do
+    redis.call('lrem', lineKey, 0, waiterId)
+    redis.call('zrem', deadlinesKey, waiterId)
+  end
+  local head = redis.call('lindex', lineKey, 0)
+  if head then
+    redis.call(publishCommand, waiterChannelPrefix .. head, unlockMessage)
+  else
+    redis.call('del', lineKey, deadlinesKey)
+    redis.call(publishCommand, sharedChannel, unlockMessage)
+  end
+  outcome = 1
+end
+redis.call('set', recordKey, outcome, 'px', recordTtlMs)
+return outcome

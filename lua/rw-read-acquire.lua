@@ -1,0 +1,52 @@
+-- Acquire or re-enter the read lock of a read-write lock.
+-- KEYS[1]  read-write hash: mode = 'read' | 'write'; writer = the writer's owner id and writes = its
+--          hold count (write mode only); read:<owner id> = that owner's read hold count;
+--          rq:<owner id> = that owner's last applied acquire request id
+-- KEYS[2]  leases: sorted set owner id -> lease deadline in ms on the server clock, one entry per
+--          owner holding anything, so a crashed reader's hold ends while the others keep theirs;
+--          the hash and this set expire with the longest lease
+-- ARGV[1]  lease in ms
+-- ARGV[2]  owner id
+-- ARGV[3]  request id: a resent acquire finds its own id applied and does not raise the hold count twice
+-- Returns  nil when acquired or re-entered (by readers, or by the writer itself: a downgrade),
+--          otherwise the lock's remaining TTL in ms
+local rwKey = KEYS[1]
+local leasesKey = KEYS[2]
+local leaseMs = tonumber(ARGV[1])
+local ownerId = ARGV[2]
+local requestId = ARGV[3]
+local readField = 'read:' .. ownerId
+local requestField = 'rq:' .. ownerId
+
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+-- Owners whose lease ran out (crashed readers) lose their holds; everyone else keeps theirs.
+for _, expiredId in ipairs(redis.call('zrangebyscore', leasesKey, '-inf', now)) do
+  redis.call('hdel', rwKey, 'read:' .. expiredId, 'rq:' .. expiredId)
+  if redis.call('hget', rwKey, 'writer') == expiredId then
+    redis.call('hdel', rwKey, 'writer', 'writes')
+  end
+  redis.call('zrem', leasesKey, expiredId)
+end
+if redis.call('zcard', leasesKey) == 0 then
+  redis.call('del', rwKey, leasesKey)
+end
+
+local mode = redis.call('hget', rwKey, 'mode')
+if mode == false or mode == 'read' or redis.call('hget', rwKey, 'writer') == ownerId then
+  if mode == false then
+    redis.call('hset', rwKey, 'mode', 'read')
+  end
+  if redis.call('hget', rwKey, requestField) ~= requestId then
+    redis.call('hincrby', rwKey, readField, 1)
+    redis.call('hset', rwKey, requestField, requestId)
+  end
+  redis.call('zadd', leasesKey, now + leaseMs, ownerId)
+  local longest = tonumber(redis.call('zrange', leasesKey, -1, -1, 'withscores')[2]) - now
+  redis.call('pexpire', rwKey, longest)
+  redis.call('pexpire', leasesKey, longest)
+  return nil
+end
+
+return redis.call('pttl', rwKey)

@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { LockModule } from '../../lib';
+import { OrdersController } from './orders/orders.controller';
+import { OrdersService } from './orders/orders.service';
+import { ProductsController } from './products/products.controller';
+import { ProductsService } from './products/products.service';
+import { appRedisProviders, REDIS_URL } from './redis/app-redis.provider';
+
+@Module({
+  imports: [LockModule.forRoot({ redis: REDIS_URL })],
+  controllers: [ProductsController, OrdersController],
+  providers: [ProductsService, OrdersService, ...appRedisProviders],
+})
+export class AppModule {}

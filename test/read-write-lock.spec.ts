@@ -1,0 +1,348 @@
+import type { TestingModule } from '@nestjs/testing';
+import type Redis from 'ioredis';
+import { LockNotHeldError, LockService, LockUpgradeError, ReadWriteLockService } from '../lib';
+import { LuaScript } from '../lib/redis/lua-script';
+import { completion, printed, spawnFixture } from './support/child-process';
+import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
+import { namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
+import { startRedis, TestRedis } from './support/redis-server';
+
+const WATCHDOG_MS = 600;
+/** Far above any hand-off: a waiter that gets in well before it was woken, not by the lease running out. */
+const LONG_LEASE_MS = 10_000;
+
+describe('read-write lock', () => {
+  let redis: TestRedis;
+  let raw: Redis;
+  let app: TestingModule;
+  let other: TestingModule; // a second module instance: another process, as far as Redis can tell
+  let seq = 0;
+  const fresh = () => `rw-${++seq}`;
+  const key = (name: string) => `lock:rw:{${name}}`;
+  const rw = (module: TestingModule, name: string) => module.get(ReadWriteLockService).getReadWriteLock(name);
+  /** Subscriber connections waiting on the lock's channel (one per module instance with waiters). */
+  const waitingModules = async (name: string) =>
+    Number(((await raw.pubsub('NUMSUB', `${key(name)}:channel`)) as [string, number])[1]);
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    raw = redis.client();
+    app = await createLockApp({ redis: redis.url, watchdogTimeout: WATCHDOG_MS });
+    other = await createLockApp({ redis: redis.url, watchdogTimeout: WATCHDOG_MS });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await other?.close();
+    await redis?.stop();
+  });
+
+  it('5 readers hold at once; a writer waits until the last one releases', async () => {
+    const name = fresh();
+    const readers = [app, other, app, other, app].map((m) => rw(m, name).readLock());
+    for (const reader of readers) expect(await reader.tryLock({ leaseTime: LONG_LEASE_MS })).toBe(true);
+    expect(await rw(app, name).readLock().isLocked()).toBe(true);
+    expect(await rw(app, name).writeLock().isLocked()).toBe(false);
+    for (const reader of readers) expect(await reader.getHoldCount()).toBe(1);
+
+    const writer = rw(other, name).writeLock();
+    let writerHolds = false;
+    const acquired = writer.tryLock({ waitTime: 15_000 }).then((ok) => (writerHolds = ok));
+    await waitUntil(async () => (await waitingModules(name)) === 1);
+    for (const reader of readers.slice(0, 4)) {
+      await reader.unlock();
+      expect(writerHolds).toBe(false);
+      expect(await raw.hget(key(name), 'mode')).toBe('read');
+    }
+    expect(await writer.tryLock()).toBe(false); // the last reader still holds
+    const releasedAt = Date.now();
+    await readers[4].unlock();
+    expect(await acquired).toBe(true);
+    expect(Date.now() - releasedAt).toBeLessThan(3_000); // woken, not the 10 s leases running out
+    expect(await writer.isLocked()).toBe(true);
+    expect(await rw(app, name).readLock().isLocked()).toBe(false);
+    await writer.unlock();
+    expect(await raw.exists(key(name), `${key(name)}:leases`)).toBe(0);
+  });
+
+  it('readers wait for a writer, and all get in together when it leaves', async () => {
+    const name = fresh();
+    const writer = rw(app, name).writeLock();
+    await writer.lock({ leaseTime: LONG_LEASE_MS });
+    const readers = [app, other, other].map((m) => rw(m, name).readLock());
+    let inside = 0;
+    const acquisitions = readers.map((reader) => reader.tryLock({ waitTime: 15_000 }).then((ok) => (inside++, ok)));
+    await waitUntil(async () => (await waitingModules(name)) === 2);
+    expect(inside).toBe(0);
+    expect(await rw(other, name).readLock().tryLock()).toBe(false);
+    const releasedAt = Date.now();
+    await writer.unlock();
+    expect(await Promise.all(acquisitions)).toEqual([true, true, true]);
+    expect(Date.now() - releasedAt).toBeLessThan(3_000);
+    expect(await rw(app, name).readLock().isLocked()).toBe(true);
+    for (const reader of readers) await reader.unlock();
+    expect(await raw.exists(key(name))).toBe(0);
+  });
+
+  it('a reader is not held back behind a local writer that waits for other readers', async () => {
+    // Default watchdogTimeout (30 s): a reader parked behind the writer would not retry in time.
+    const patient = await createLockApp({ redis: redis.url });
+    try {
+      const name = fresh();
+      const holder = rw(other, name).readLock();
+      await holder.lock();
+      const writer = rw(patient, name).writeLock();
+      const writerIn = writer.tryLock({ waitTime: 15_000 });
+      await waitUntil(async () => (await waitingModules(name)) === 1);
+      // The lock is held for reading: a reader gets in at once, whoever waits to write.
+      const reader = rw(patient, name).readLock();
+      const started = Date.now();
+      expect(await reader.tryLock({ waitTime: 10_000 })).toBe(true);
+      expect(Date.now() - started).toBeLessThan(5_000); // not parked until its deadline
+      await reader.unlock();
+      await holder.unlock();
+      expect(await writerIn).toBe(true);
+      await writer.unlock();
+    } finally {
+      await patient.close();
+    }
+  });
+
+  it('the writer re-enters and may read too: after releasing write it still reads (downgrade)', async () => {
+    const name = fresh();
+    const lock = rw(app, name);
+    const write = lock.writeLock();
+    const read = lock.readLock();
+    await write.lock();
+    await write.lock();
+    expect(await write.getHoldCount()).toBe(2);
+    expect(await read.tryLock()).toBe(true);
+    expect(await read.getHoldCount()).toBe(1);
+    expect(await rw(other, name).readLock().tryLock()).toBe(false); // still write mode for everyone else
+
+    const waitingReader = rw(other, name).readLock();
+    const readerIn = waitingReader.tryLock({ waitTime: 15_000 });
+    await waitUntil(async () => (await waitingModules(name)) === 1);
+    await write.unlock();
+    expect(await write.isLocked()).toBe(true);
+    await write.unlock();
+    // Downgraded: the owner still reads, and the waiting reader is let in.
+    expect(await readerIn).toBe(true);
+    expect(await write.isLocked()).toBe(false);
+    expect(await read.isLocked()).toBe(true);
+    expect(await read.isHeldByCurrentOwner()).toBe(true);
+    expect(await write.isHeldByCurrentOwner()).toBe(false);
+    expect(await rw(other, name).writeLock().tryLock()).toBe(false);
+    await read.unlock();
+    await waitingReader.unlock();
+    expect(await raw.exists(key(name))).toBe(0);
+  });
+
+  it('a write request from an owner holding only the read lock is a LockUpgradeError at once', async () => {
+    const name = fresh();
+    const lock = rw(app, name);
+    await lock.readLock().lock();
+    const started = Date.now();
+    await expect(lock.writeLock().tryLock({ waitTime: 15_000 })).rejects.toBeInstanceOf(LockUpgradeError);
+    await expect(lock.writeLock().lock()).rejects.toBeInstanceOf(LockUpgradeError);
+    expect(Date.now() - started).toBeLessThan(5_000); // refused, not waited for 15 s
+    // Another owner's write request simply waits (the readers may leave).
+    expect(await rw(other, name).writeLock().tryLock({ waitTime: 100 })).toBe(false);
+    expect(await lock.readLock().isHeldByCurrentOwner()).toBe(true);
+    await lock.readLock().unlock();
+    expect(await lock.writeLock().tryLock()).toBe(true);
+    await lock.writeLock().unlock();
+  });
+
+  it('runWrite then runRead downgrades; runRead then runWrite is a LockUpgradeError and never runs fn', async () => {
+    const name = fresh();
+    const locks = app.get(ReadWriteLockService);
+    const counts = await locks.runWrite(name, () =>
+      locks.runRead(name, async () => [
+        await locks.getReadWriteLock(name).writeLock().getHoldCount(),
+        await locks.getReadWriteLock(name).readLock().getHoldCount(),
+      ]),
+    );
+    expect(counts).toEqual([1, 1]);
+    expect(await raw.exists(key(name))).toBe(0);
+
+    const fn = jest.fn(async () => 'wrote');
+    await expect(locks.runRead(name, () => locks.runWrite(name, fn))).rejects.toBeInstanceOf(LockUpgradeError);
+    expect(fn).not.toHaveBeenCalled();
+    expect(await raw.exists(key(name))).toBe(0);
+  });
+
+  it('unlocking the read view while holding only the write lock rejects and the write hold stays renewed', async () => {
+    const name = fresh();
+    const lock = rw(app, name);
+    await lock.writeLock().lock();
+    await expect(lock.readLock().unlock()).rejects.toBeInstanceOf(LockNotHeldError);
+    const until = Date.now() + WATCHDOG_MS * 4;
+    while (Date.now() < until) {
+      expect(await lock.writeLock().isHeldByCurrentOwner()).toBe(true);
+      await sleep(WATCHDOG_MS / 4);
+    }
+    await lock.writeLock().unlock();
+    expect(await raw.exists(key(name))).toBe(0);
+  });
+
+  it('the watchdog renews every reader hold well past watchdogTimeout', async () => {
+    const name = fresh();
+    const readers = [rw(app, name).readLock(), rw(other, name).readLock()];
+    for (const reader of readers) await reader.lock();
+    const until = Date.now() + WATCHDOG_MS * 4;
+    while (Date.now() < until) {
+      for (const reader of readers) expect(await reader.isHeldByCurrentOwner()).toBe(true);
+      await sleep(WATCHDOG_MS / 4);
+    }
+    expect(await rw(app, name).writeLock().tryLock()).toBe(false);
+    for (const reader of readers) await reader.unlock();
+    expect(await raw.exists(key(name))).toBe(0);
+  });
+
+  it('a crashed reader hold expires on its own while the other readers keep theirs', async () => {
+    const name = fresh();
+    const child = spawnFixture('read-holder', [redis.url, name, String(WATCHDOG_MS)]);
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      await printed(child, 'held');
+      const [crashedField] = (await raw.hkeys(key(name))).filter((field) => field.startsWith('read:'));
+      const locks = app.get(ReadWriteLockService);
+      const gate = deferred();
+      const inside = deferred<{ signal: AbortSignal }>();
+      const reading = locks.runRead(name, async ({ signal }) => {
+        inside.resolve({ signal });
+        await gate.promise;
+        return locks.getReadWriteLock(name).readLock().getHoldCount();
+      });
+      const { signal } = await inside.promise;
+      expect((await raw.hkeys(key(name))).filter((field) => field.startsWith('read:'))).toHaveLength(2);
+
+      child.kill('SIGKILL');
+      await exited;
+      // The live reader's renewals clear the dead one once its lease (one watchdogTimeout) runs out.
+      await waitUntil(async () => (await raw.hexists(key(name), crashedField)) === 0, 10_000);
+      expect(signal.aborted).toBe(false);
+      expect(await raw.hget(key(name), 'mode')).toBe('read');
+      expect(await rw(other, name).writeLock().tryLock()).toBe(false); // the live reader still holds
+      gate.resolve();
+      expect(await reading).toBe(1);
+      expect(await rw(other, name).writeLock().tryLock()).toBe(true);
+      await rw(other, name).writeLock().forceUnlock();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it('the lock lives as long as its longest-lived reader', async () => {
+    const name = fresh();
+    const brief = rw(app, name).readLock();
+    const long = rw(other, name).readLock();
+    await brief.lock({ leaseTime: 300 });
+    await long.lock({ leaseTime: 5_000 });
+    expect(await brief.remainTimeToLive()).toBeGreaterThan(300);
+    await waitUntil(async () => !(await brief.isHeldByCurrentOwner()), 5_000);
+    expect(await long.isHeldByCurrentOwner()).toBe(true);
+    expect(await long.isLocked()).toBe(true);
+    expect(await rw(app, name).writeLock().tryLock()).toBe(false);
+    await expect(brief.unlock()).rejects.toBeInstanceOf(LockNotHeldError);
+    await long.unlock();
+    expect(await raw.exists(key(name), `${key(name)}:leases`)).toBe(0);
+  });
+
+  it('forceUnlock of a view frees the lock only when it is held in that view\'s mode', async () => {
+    const name = fresh();
+    const readers = [rw(app, name).readLock(), rw(other, name).readLock()];
+    for (const reader of readers) await reader.lock();
+    const writer = rw(other, name).writeLock();
+    const writerIn = writer.tryLock({ waitTime: 15_000 });
+    await waitUntil(async () => (await waitingModules(name)) === 1);
+    expect(await rw(app, name).writeLock().forceUnlock()).toBe(false);
+    expect(await rw(app, name).readLock().forceUnlock()).toBe(true);
+    expect(await writerIn).toBe(true);
+    expect(await rw(app, name).readLock().forceUnlock()).toBe(false);
+    expect(await rw(app, name).writeLock().forceUnlock()).toBe(true);
+  });
+
+  it('a read-write lock and the plain lock of the same name do not mix', async () => {
+    const name = fresh();
+    const plain = app.get(LockService).getLock(name);
+    await plain.lock();
+    const write = rw(other, name).writeLock();
+    expect(await write.tryLock()).toBe(true);
+    await write.unlock();
+    await plain.unlock();
+  });
+
+  it('a resent acquire or release (same request id) does not change the outcome', async () => {
+    const name = fresh();
+    const keys = [key(name), `${key(name)}:leases`];
+    const readAcquire = LuaScript.named('rw-read-acquire');
+    const readRelease = LuaScript.named('rw-read-release');
+    const writeAcquire = LuaScript.named('rw-write-acquire');
+    expect(await readAcquire.run(raw, keys, [10_000, 'owner-a', 'rq-1'])).toBeNull();
+    expect(await readAcquire.run(raw, keys, [10_000, 'owner-a', 'rq-1'])).toBeNull();
+    expect(await raw.hget(key(name), 'read:owner-a')).toBe('1');
+    const release = (requestId: string) =>
+      readRelease.run(raw, [...keys, `${key(name)}:channel`, `${key(name)}:rq:owner-a:${requestId}`], [
+        'owner-a',
+        10_000,
+        'publish',
+        'one',
+      ]);
+    expect(await release('rq-2')).toBe(1);
+    expect(await release('rq-2')).toBe(1); // the first answer, not "not held"
+    expect(await release('rq-3')).toBeNull();
+    expect(await writeAcquire.run(raw, keys, [10_000, 'owner-b', 'rq-4'])).toBeNull();
+    expect(await writeAcquire.run(raw, keys, [10_000, 'owner-b', 'rq-4'])).toBeNull();
+    expect(await raw.hget(key(name), 'writes')).toBe('1');
+  });
+
+  it('3 processes x 20 non-atomic increments under runWrite lose no update', async () => {
+    const name = fresh();
+    const children = [1, 2, 3].map(() =>
+      spawnFixture('locked-counter-worker', [redis.url, 'write', name, `${name}:counter`, '20']),
+    );
+    await Promise.all(children.map(completion));
+    expect(Number(await raw.get(`${name}:counter`))).toBe(60);
+  }, 90_000);
+});
+
+describe('read-write lock on a 3-master cluster', () => {
+  let cluster: TestRedisCluster;
+  let app: TestingModule;
+  let other: TestingModule;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+    app = await createLockApp({ redis: cluster.cluster(), watchdogTimeout: WATCHDOG_MS });
+    other = await createLockApp({ redis: cluster.cluster(), watchdogTimeout: WATCHDOG_MS });
+  }, 60_000);
+  afterAll(async () => {
+    await app?.close();
+    await other?.close();
+    await cluster?.stop();
+  });
+
+  it('readers and writers hand off by sharded pub/sub on every master, renewed by the watchdog', async () => {
+    const groups = await namesOnEveryMaster(cluster, 'rw-cluster', 1, (name) => `lock:rw:{${name}}`);
+    for (const name of groups.flat()) {
+      const locks = (m: TestingModule) => m.get(ReadWriteLockService).getReadWriteLock(name);
+      const readers = [locks(app).readLock(), locks(other).readLock()];
+      for (const reader of readers) await reader.lock(); // watchdog-kept
+      const writer = locks(other).writeLock();
+      const writerIn = writer.tryLock({ waitTime: 8_000 });
+      await sleep(WATCHDOG_MS * 2); // several renewal rounds while the writer waits
+      for (const reader of readers) expect(await reader.isHeldByCurrentOwner()).toBe(true);
+      await readers[0].unlock();
+      const releasedAt = Date.now();
+      await readers[1].unlock();
+      expect(await writerIn).toBe(true);
+      expect(Date.now() - releasedAt).toBeLessThan(3_000);
+      const nextReader = locks(app).readLock();
+      const readerIn = nextReader.tryLock({ waitTime: 8_000 });
+      await writer.unlock();
+      expect(await readerIn).toBe(true);
+      await nextReader.unlock();
+    }
+  }, 60_000);
+});

@@ -1,0 +1,50 @@
+import { AppInstance, startInstances, stopInstances } from '../sample-app/demo/instances';
+import { fireReservations, getStock, setStock } from '../sample-app/demo/load';
+import { summarize } from '../sample-app/demo/report';
+import { startRedis, TestRedis } from './support/redis-server';
+
+/**
+ * End to end: the sample app as 2 separate processes against one Redis. The locked endpoint never
+ * sells more than the stock, and a payment sent to both at once is charged once.
+ */
+describe('sample app, 2 processes, one Redis', () => {
+  let redis: TestRedis;
+  let instances: AppInstance[] = [];
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    instances = await startInstances(2, redis.url);
+  }, 120_000);
+  afterAll(async () => {
+    await stopInstances(instances);
+    await redis?.stop();
+  });
+
+  it('the locked reservation endpoint never oversells', async () => {
+    const urls = instances.map((instance) => instance.url);
+    await setStock(urls[0], 'e2e-1', 20);
+    const answers = await fireReservations(urls, '/products/e2e-1/reservations', 100);
+    const summary = summarize('locked', 20, answers, await getStock(urls[1], 'e2e-1'));
+    expect(summary).toMatchObject({ requests: 100, reserved: 20, outOfStock: 80, locked: 0, failed: 0, oversold: 0, stockLeft: 0 });
+  }, 60_000);
+
+  it('a payment sent to both processes at once is charged once', async () => {
+    const pay = (url: string) =>
+      fetch(`${url}/orders/o-1/payment`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ amount: 30 }),
+      }).then((response) => response.json() as Promise<{ status: string; amount: number }>);
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => pay(instances[i % 2].url)));
+    expect(results.filter((result) => result.status === 'paid')).toHaveLength(1);
+    expect(results.filter((result) => result.status === 'already-paid')).toHaveLength(9);
+    expect(results.every((result) => result.amount === 30)).toBe(true);
+  }, 60_000);
+
+  it('answers 404 for an unknown product, through the lock, and leaves no lock behind', async () => {
+    const response = await fetch(`${instances[0].url}/products/nope/reservations`, { method: 'POST' });
+    expect(response.status).toBe(404);
+    const raw = redis.client();
+    expect(await raw.exists('lock:{stock:nope}')).toBe(0);
+  });
+});

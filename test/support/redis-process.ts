@@ -1,0 +1,140 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+
+/**
+ * One `redis-server` (or sentinel) process of a test topology, on a loopback port. Cluster and
+ * Sentinel topologies always run from binaries: their members announce their own addresses to each
+ * other, which a container's mapped ports would break.
+ */
+export interface RedisProcess {
+  readonly host: string;
+  readonly port: number;
+  readonly url: string;
+  /** A new client; `stop()` disconnects the ones made here. */
+  client(): Redis;
+  /** Freezes the process (SIGSTOP): it keeps its connections but answers nothing. */
+  pause(): void;
+  resume(): void;
+  /** Kills the process (SIGKILL, like a crash) and waits for it to exit. */
+  stop(): Promise<void>;
+  readonly stopped: boolean;
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+const claimed = new Set<number>();
+
+/**
+ * A free port whose `+ busOffset` twin is free too (a cluster node also listens on port + 10000),
+ * below the ephemeral range so the kernel does not hand it to an outgoing connection meanwhile.
+ */
+export async function freePortPair(busOffset = 0): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    if (claimed.has(port) || claimed.has(port + busOffset)) continue;
+    if ((await portIsFree(port)) && (busOffset === 0 || (await portIsFree(port + busOffset)))) {
+      claimed.add(port);
+      claimed.add(port + busOffset);
+      return port;
+    }
+  }
+  throw new Error('no free loopback port pair found');
+}
+
+/** A scratch folder for config files (cluster nodes.conf, sentinel.conf); removed by `removeScratch`. */
+export function scratchDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `${prefix}-`));
+}
+
+export function removeScratch(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+export async function waitForPing(port: number, deadlineMs = 10_000): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => undefined);
+    try {
+      await probe.connect();
+      if ((await probe.ping()) === 'PONG') return;
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`redis on port ${port} did not answer: ${String(error)}`);
+    } finally {
+      probe.disconnect();
+    }
+    await new Promise((r) => setTimeout(r, 30));
+  }
+}
+
+/**
+ * Starts `redis-server` with `args` on `port` and waits for PING: a data server with persistence
+ * off, or (`sentinelConfig`) a sentinel on that config file (`redis-server <file> --sentinel`, the
+ * same binary as `redis-sentinel`). The process dies with SIGKILL on `stop()`.
+ */
+export async function spawnRedis(
+  port: number,
+  args: readonly string[],
+  dir: string,
+  sentinelConfig?: string,
+): Promise<RedisProcess> {
+  const common = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir];
+  const argv = sentinelConfig
+    ? [sentinelConfig, '--sentinel', ...common, ...args]
+    : [...args, ...common, '--save', '', '--appendonly', 'no'];
+  const child: ChildProcess = spawn('redis-server', argv, { stdio: 'ignore' });
+  let stopped = false;
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      stopped = true;
+      resolve();
+    }),
+  );
+  await waitForPing(port);
+  const url = `redis://127.0.0.1:${port}`;
+  const clients: Redis[] = [];
+  return {
+    host: '127.0.0.1',
+    port,
+    url,
+    get stopped() {
+      return stopped;
+    },
+    client() {
+      const client = new Redis(url, { maxRetriesPerRequest: 1 });
+      client.on('error', () => undefined);
+      clients.push(client);
+      // Forget it once closed: disconnecting a closed client again leaves a 2 s ioredis timer behind.
+      client.once('end', () => {
+        const index = clients.indexOf(client);
+        if (index !== -1) clients.splice(index, 1);
+      });
+      return client;
+    },
+    pause() {
+      child.kill('SIGSTOP');
+    },
+    resume() {
+      child.kill('SIGCONT');
+    },
+    async stop() {
+      for (const client of clients.splice(0)) client.disconnect();
+      if (!stopped) {
+        child.kill('SIGCONT');
+        child.kill('SIGKILL');
+      }
+      await exited;
+    },
+  };
+}
