@@ -113,3 +113,10 @@ export const REDLOCK_MASTER_SILENT = (timeoutMs: number): string => `no answer w
 export const REPLICAS_NOT_SYNCED = (name: string, confirmed: number, wanted: number, timeoutMs: number): string =>
   `Lock "${name}" was acquired but only ${confirmed} of ${wanted} replicas confirmed it within ${timeoutMs} ms ` +
   '(syncReplicas); it was released again';
+
+export const REDLOCK_CONNECTION_FAILED = (index: number, error: unknown): string =>
+  `RedLock master redlock.clients[${index}] could not connect (it counts as a "no" until it does): ${String(error)}`;
+
+export const WAIT_NO_REPLY = 'WAIT (syncReplicas) got no reply';
+
+export const REDLOCK_MASTER_UNREACHABLE = (status: string): string => `not connected (${status})`;

@@ -10,7 +10,7 @@ export interface RedLockOptions {
   /**
    * How long one master may take to answer one command (ms) before it counts as a "no" for that
    * attempt, so a dead or frozen master cannot stall the others. Default: a tenth of the lease,
-   * between 50 and 500 ms.
+   * between 100 and 500 ms.
    */
   masterTimeout?: number;
 }
@@ -111,15 +111,20 @@ function checkRedLock(value: unknown): RedLockOptions {
     throw new Error(INVALID_OPTION('redlock', '{ clients: [...] } with at least one Redis master', value));
   }
   for (const key of Object.keys(value)) {
-    if (key !== 'clients' && key !== 'masterTimeout') throw new Error(UNKNOWN_OPTION(`redlock.${key}`, ['clients', 'masterTimeout']));
+    if (key !== 'clients' && key !== 'masterTimeout') {
+      throw new Error(UNKNOWN_OPTION(`redlock.${key}`, ['clients', 'masterTimeout']));
+    }
   }
   const checked = clients.map((client, i) => {
     const option = `redlock.clients[${i}]`;
     if (client instanceof Cluster) {
-      throw new Error(INVALID_OPTION(option, 'a standalone Redis master (a Cluster is one system, not an independent master)', 'a Cluster instance'));
+      const expected = 'a standalone Redis master (a Cluster is one system, not an independent master)';
+      throw new Error(INVALID_OPTION(option, expected, 'a Cluster instance'));
     }
     const first = clients.findIndex((other) => other === client);
-    if (first !== i) throw new Error(INVALID_OPTION(option, `a master not listed before (it repeats redlock.clients[${first}])`, client));
+    if (first !== i) {
+      throw new Error(INVALID_OPTION(option, `a master not listed before (it repeats redlock.clients[${first}])`, client));
+    }
     return checkRedis(option, client);
   });
   const masterTimeout = value.masterTimeout === undefined ? undefined : checkMs('redlock.masterTimeout', value.masterTimeout, 1);

@@ -91,7 +91,9 @@ export class RedLock implements OwnedLock {
     if (hold && !holds.released(hold)) return;
     const votes = await this.releaseEverywhere();
     if (votes.yes > 0) return;
-    if (votes.failed > 0) throw votes.firstError ?? new LockError(REDLOCK_NO_MAJORITY(this.name, 0, this.masters.clients.length, 1));
+    if (votes.failed > 0) {
+      throw votes.firstError ?? new LockError(REDLOCK_NO_MAJORITY(this.name, 0, this.masters.clients.length, 1));
+    }
     throw new LockNotHeldError(this.name);
   }
 
@@ -101,7 +103,7 @@ export class RedLock implements OwnedLock {
       async (client) =>
         (await scripts.forceRelease.run(client, [this.masterKey, LockKeys.channel(this.masterKey)], ['publish', WAKE_ONE])) === 1,
       this.queryTimeout(),
-      'all',
+      { until: 'any', evenIfDown: true },
     );
     return votes.yes > 0;
   }
@@ -114,7 +116,10 @@ export class RedLock implements OwnedLock {
 
   /** True when a majority of the masters has the lock for this owner. */
   async isHeldByCurrentOwner(): Promise<boolean> {
-    const votes = await this.masters.ask(async (client) => (await client.hexists(this.masterKey, this.ownerId)) === 1, this.queryTimeout());
+    const votes = await this.masters.ask(
+      async (client) => (await client.hexists(this.masterKey, this.ownerId)) === 1,
+      this.queryTimeout(),
+    );
     return votes.yes >= this.masters.quorum;
   }
 
@@ -195,13 +200,17 @@ export class RedLock implements OwnedLock {
     throw votes.firstError ?? new LockError(REDLOCK_NO_MAJORITY(this.name, votes.yes, clients.length, quorum));
   }
 
-  /** Releases this owner's lock on every master, waiting (bounded) for each to answer. */
+  /**
+   * Releases this owner's lock on every master; resolves at the first master that released it (or
+   * once all answered or timed out). The others' releases are already on their way, ahead of
+   * anything this process sends those masters next.
+   */
   private releaseEverywhere(): Promise<Votes> {
     return this.masters.ask(
       async (client) =>
         (await scripts.release.run(client, [this.masterKey, LockKeys.channel(this.masterKey)], [this.ownerId, WAKE_ONE])) === 1,
       this.queryTimeout(),
-      'all',
+      { until: 'any', evenIfDown: true },
     );
   }
 

@@ -1,3 +1,4 @@
+import { WAIT_NO_REPLY } from '../lock.messages';
 import type { RedisClient } from './redis-client';
 
 /**
@@ -8,7 +9,7 @@ import type { RedisClient } from './redis-client';
  */
 export async function waitForReplicas(client: RedisClient, key: string, replicas: number, timeoutMs: number): Promise<number> {
   const results = await client.pipeline().pttl(key).wait(replicas, timeoutMs).exec();
-  const [error, confirmed] = results?.[1] ?? [new Error('WAIT got no reply'), 0];
+  const [error, confirmed] = results?.[1] ?? [new Error(WAIT_NO_REPLY), 0];
   if (error) throw error;
   return Number(confirmed);
 }

@@ -36,7 +36,10 @@ export class HeldLock {
   readonly releaseOne: () => Promise<unknown>;
   /** When the lease last started (acquire or renewal); the lock is gone after `+ leaseMs`. */
   leaseStartedAt = Date.now();
-  private readonly controller = new AbortController();
+  // Created on first use of `signal`: most holds end without anyone looking at it, and an
+  // AbortController per acquisition is a measurable share of an uncontended acquire+release.
+  private controller: AbortController | undefined;
+  private lostWith: LockLostError | undefined;
 
   constructor(
     readonly name: string,
@@ -51,19 +54,29 @@ export class HeldLock {
 
   /** Aborted with a `LockLostError` when the library learns the lock was lost. */
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostWith) this.controller.abort(this.lostWith);
+    }
     return this.controller.signal;
   }
 
   lose(reason: string): LockLostError {
     const error = new LockLostError(this.name, reason);
-    this.controller.abort(error);
+    this.lostWith = error;
+    this.controller?.abort(error);
     return error;
   }
 }
 
-/** Every hold of a module instance, keyed by lock and owner. */
+/**
+ * Every hold of a module instance, keyed by lock and owner: lock key -> owner id -> hold. Two map
+ * levels rather than one `lockKey + owner` key, so a lookup (several per acquire+release) hashes
+ * strings V8 has already hashed instead of building and hashing a new one.
+ */
 export class HeldLocks {
-  private readonly holds = new Map<string, HeldLock>();
+  private readonly holds = new Map<string, Map<string, HeldLock>>();
+  private count = 0;
   private onFirstHold: (() => void) | undefined;
 
   /** Called when the registry goes from empty to holding something (starts the watchdog). */
@@ -72,21 +85,19 @@ export class HeldLocks {
   }
 
   get size(): number {
-    return this.holds.size;
+    return this.count;
   }
 
   get(lockKey: string, ownerId: string): HeldLock | undefined {
-    return this.holds.get(`${lockKey}\n${ownerId}`);
+    return this.holds.get(lockKey)?.get(ownerId);
   }
 
   /** Records one more hold; a watchdog-kept hold wins over a fixed lease on re-entry. */
   acquired(name: string, lockKey: string, ownerId: string, terms: HoldTerms): HeldLock {
-    const id = `${lockKey}\n${ownerId}`;
-    let hold = this.holds.get(id);
+    let hold = this.get(lockKey, ownerId);
     if (!hold) {
       hold = new HeldLock(name, lockKey, ownerId, terms);
-      this.holds.set(id, hold);
-      if (this.holds.size === 1) this.onFirstHold?.();
+      this.add(hold);
     } else if (terms.renewal || !hold.renewal) {
       hold.renewal = terms.renewal;
       hold.leaseMs = terms.leaseMs;
@@ -112,29 +123,38 @@ export class HeldLocks {
    * does not hold while it holds the other one): the hold is counted, and renewed, again.
    */
   restore(hold: HeldLock): void {
-    const id = `${hold.lockKey}\n${hold.ownerId}`;
-    const current = this.holds.get(id);
+    const current = this.get(hold.lockKey, hold.ownerId);
     if (current && current !== hold) {
       current.holdCount += 1;
       return;
     }
     hold.holdCount += 1;
-    if (!current) {
-      this.holds.set(id, hold);
-      if (this.holds.size === 1) this.onFirstHold?.();
-    }
+    if (!current) this.add(hold);
   }
 
   forget(hold: HeldLock): void {
-    const id = `${hold.lockKey}\n${hold.ownerId}`;
-    if (this.holds.get(id) === hold) this.holds.delete(id);
+    const owners = this.holds.get(hold.lockKey);
+    if (owners?.get(hold.ownerId) !== hold) return;
+    owners.delete(hold.ownerId);
+    if (owners.size === 0) this.holds.delete(hold.lockKey);
+    this.count -= 1;
   }
 
   isCurrent(hold: HeldLock): boolean {
-    return this.holds.get(`${hold.lockKey}\n${hold.ownerId}`) === hold;
+    return this.get(hold.lockKey, hold.ownerId) === hold;
   }
 
   all(): HeldLock[] {
-    return [...this.holds.values()];
+    const all: HeldLock[] = [];
+    for (const owners of this.holds.values()) for (const hold of owners.values()) all.push(hold);
+    return all;
+  }
+
+  private add(hold: HeldLock): void {
+    let owners = this.holds.get(hold.lockKey);
+    if (!owners) this.holds.set(hold.lockKey, (owners = new Map()));
+    owners.set(hold.ownerId, hold);
+    this.count += 1;
+    if (this.count === 1) this.onFirstHold?.();
   }
 }

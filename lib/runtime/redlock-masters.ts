@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisOptions } from 'ioredis';
-import { REDLOCK_MASTER_SILENT } from '../lock.messages';
+import { REDLOCK_CONNECTION_FAILED, REDLOCK_MASTER_SILENT, REDLOCK_MASTER_UNREACHABLE } from '../lock.messages';
 import { closeConnection, type RedisClient } from '../redis/redis-client';
 
 /**
@@ -10,8 +10,12 @@ import { closeConnection, type RedisClient } from '../redis/redis-client';
  */
 export const REDLOCK_CONNECTION_DEFAULTS: RedisOptions = { maxRetriesPerRequest: 0 };
 
-/** A master's per-command bound, when `redlock.masterTimeout` is not set: a tenth of the lease, kept within these. */
-const MIN_MASTER_TIMEOUT_MS = 50;
+/**
+ * A master's per-command bound, when `redlock.masterTimeout` is not set: a tenth of the lease, kept
+ * within these. It bounds liveness only (how long a silent master can delay a decision): safety
+ * comes from counting the time spent against the lease, so the floor can spare a busy event loop.
+ */
+const MIN_MASTER_TIMEOUT_MS = 100;
 const MAX_MASTER_TIMEOUT_MS = 500;
 
 export interface MasterConnection {
@@ -28,6 +32,10 @@ export interface Votes {
   failed: number;
   firstError: Error | undefined;
 }
+
+/** Between connections: ioredis would hold a command until its next reconnect attempt. */
+const isDown = (client: RedisClient): boolean =>
+  client.status === 'reconnecting' || client.status === 'close' || client.status === 'end';
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -69,24 +77,36 @@ export class RedLockMasters {
   }
 
   /**
-   * Asks every master at once, each bounded by `timeoutMs`. With `until: 'majority'` it resolves as
-   * soon as a majority said yes, or as soon as that can no longer happen; slower answers still
-   * complete in the background (a late "yes" to an acquisition is a hold that the release, which
-   * goes to every master, removes). With `until: 'all'` it waits for every master.
+   * Asks every master at once, each bounded by `timeoutMs`, and resolves as soon as the answer is
+   * known: with `until: 'majority'` once a majority said yes or no longer can, with `until: 'any'`
+   * at the first yes; otherwise when every master answered or timed out. Slower answers still
+   * complete in the background, and each connection runs its commands in order: a late "yes" to an
+   * acquisition is followed there by the release that goes to every master.
+   *
+   * A master whose connection is down (ioredis is between reconnect attempts) counts as failed at
+   * once instead of queueing the question until its next attempt, unless `evenIfDown`: a release
+   * is worth queueing (it frees the master if it comes back), a stale acquisition is not.
    */
-  ask(question: (client: RedisClient) => Promise<boolean>, timeoutMs: number, until: 'majority' | 'all' = 'majority'): Promise<Votes> {
+  ask(
+    question: (client: RedisClient) => Promise<boolean>,
+    timeoutMs: number,
+    { until = 'majority', evenIfDown = false }: { until?: 'majority' | 'any'; evenIfDown?: boolean } = {},
+  ): Promise<Votes> {
     const votes: Votes = { yes: 0, no: 0, failed: 0, firstError: undefined };
     const total = this.clients.length;
     return new Promise<Votes>((resolve) => {
       const settle = (): void => {
         const pending = total - votes.yes - votes.no - votes.failed;
-        const decided = until === 'majority' && (votes.yes >= this.quorum || votes.yes + pending < this.quorum);
+        const decided = until === 'any' ? votes.yes > 0 : votes.yes >= this.quorum || votes.yes + pending < this.quorum;
         if (decided || pending === 0) resolve({ ...votes });
       };
       for (const client of this.clients) {
         let answer: Promise<boolean>;
         try {
-          answer = withTimeout(question(client), timeoutMs);
+          answer =
+            evenIfDown || !isDown(client)
+              ? withTimeout(question(client), timeoutMs)
+              : Promise.reject(new Error(REDLOCK_MASTER_UNREACHABLE(client.status)));
         } catch (error) {
           answer = Promise.reject(error);
         }
@@ -106,10 +126,11 @@ export class RedLockMasters {
     });
   }
 
-  /** Every master's answer, `undefined` for one that failed or did not answer in time. */
+  /** Every master's answer, `undefined` for one that is down, failed or did not answer in time. */
   askEach<T>(question: (client: RedisClient) => Promise<T>, timeoutMs: number): Promise<Array<T | undefined>> {
     return Promise.all(
       this.clients.map(async (client) => {
+        if (isDown(client)) return undefined;
         try {
           return await withTimeout(question(client), timeoutMs);
         } catch {
@@ -138,11 +159,11 @@ export class RedLockMasters {
 
   /** Connects the connections the library opened (once every module is validated). */
   connect(): void {
-    for (const { client, owned } of this.connections) {
+    this.connections.forEach(({ client, owned }, i) => {
       if (owned && client.status === 'wait') {
-        client.connect().catch((error: Error) => this.logger.warn(`RedLock master connection failed: ${error.message}`));
+        client.connect().catch((error: Error) => this.logger.warn(REDLOCK_CONNECTION_FAILED(i, error.message)));
       }
-    }
+    });
   }
 
   /** Rejects every RedLock wait in progress, and the ones that would start, with `error`. */

@@ -21,13 +21,29 @@ export async function runLocked<T>(
   const name = 'locks' in lock ? lock.names : lock.name;
   if (!(await lock.tryLock({ waitTime, leaseTime: options?.leaseTime }))) throw new LockTimeoutError(name, waitTime);
   try {
-    const signal = 'locks' in lock ? lock.signal : (lock.hold?.signal ?? new AbortController().signal);
     const held = members.map((member) => [member.lockKey, member.ownerId] as const);
-    return await engine.ownerContext.runWith(held, () => fn({ name, signal }));
+    return await engine.ownerContext.runWith(held, () => fn(runContext(lock, name)));
   } finally {
     await lock.unlock().catch((error: unknown) => {
       if (error instanceof LockNotHeldError) engine.logger.warn(RELEASE_FOUND_NOTHING(error.lockName));
       else engine.logger.error(RELEASE_FAILED(String(name), error));
     });
   }
+}
+
+/**
+ * The context `fn` gets. A single lock's `signal` is looked up when `fn` first reads it: most
+ * callers never do, and the hold then never has to create its AbortController.
+ */
+function runContext(lock: OwnedLock | MultiLock, name: string | readonly string[]): LockRunContext {
+  if ('locks' in lock) return { name, signal: lock.signal };
+  const hold = lock.hold;
+  let signal: AbortSignal | undefined;
+  return {
+    name,
+    get signal(): AbortSignal {
+      signal ??= hold?.signal ?? new AbortController().signal;
+      return signal;
+    },
+  };
 }
