@@ -7,7 +7,7 @@ import { isOwnedLock } from './locks/owned-lock';
 import { RedLock } from './locks/red-lock';
 import { ReentrantLock } from './locks/reentrant-lock';
 import { LockEngine } from './runtime/lock-engine';
-import { runLocked } from './runtime/run-locked';
+import { runNamed } from './runtime/run-locked';
 
 export function checkLockName(name: unknown): asserts name is string {
   if (typeof name !== 'string' || name.length === 0) throw new TypeError(INVALID_LOCK_NAME(name));
@@ -50,8 +50,7 @@ export class LockService {
     const masters = this.engine.redlockMasters;
     if (!masters) throw new LockError(REDLOCK_NOT_CONFIGURED(name));
     const masterKey = this.engine.keys.lock(name);
-    const owner = this.engine.ownerContext.ownerOf(RedLock.identity(masterKey)) ?? this.engine.ids.nextOwner();
-    return new RedLock(this.engine, masters, name, masterKey, owner);
+    return new RedLock(this.engine, masters, name, masterKey, this.engine.ownerFor(RedLock.identity(masterKey)));
   }
 
   /**
@@ -59,20 +58,13 @@ export class LockService {
    * and releases whatever `fn` did. Throws `LockTimeoutError` without calling `fn` on timeout.
    */
   run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T> {
-    try {
-      if (typeof name === 'string' || !Array.isArray(name)) return runLocked(this.engine, this.reentrant(name as string, undefined), fn, options);
-      const owner = this.engine.ids.nextOwner();
-      return runLocked(this.engine, new MultiLock(name.map((n: string) => this.reentrant(n, owner))), fn, options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return runNamed(this.engine, name, (n, owner) => this.reentrant(n, owner), fn, options);
   }
 
   /** A reentrant lock bound to the call chain's owner of `name`, else to `fallbackOwner` or a new one. */
   private reentrant(name: string, fallbackOwner: string | undefined): ReentrantLock {
     checkLockName(name);
     const lockKey = this.engine.keys.lock(name);
-    const owner = this.engine.ownerContext.ownerOf(lockKey) ?? fallbackOwner ?? this.engine.ids.nextOwner();
-    return new ReentrantLock(this.engine, name, lockKey, owner);
+    return new ReentrantLock(this.engine, name, lockKey, this.engine.ownerFor(lockKey, fallbackOwner));
   }
 }

@@ -1,11 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { LockRunContext, RunOptions } from './locks/lock';
-import { MultiLock } from './locks/multi-lock';
 import { ReadWriteLock } from './locks/read-write-lock';
 import { ReadWriteLockView, type ReadWriteMode } from './locks/read-write-lock-view';
 import { checkLockName } from './lock.service';
 import { LockEngine } from './runtime/lock-engine';
-import { runLocked } from './runtime/run-locked';
+import { runNamed } from './runtime/run-locked';
 
 /** Read-write locks: many readers at once, or one writer. */
 @Injectable()
@@ -19,7 +18,7 @@ export class ReadWriteLockService {
   getReadWriteLock(name: string): ReadWriteLock {
     checkLockName(name);
     const key = this.engine.keys.readWrite(name);
-    return new ReadWriteLock(this.engine, name, key, this.ownerFor(key, undefined));
+    return new ReadWriteLock(this.engine, name, key, this.engine.ownerFor(key, undefined));
   }
 
   /**
@@ -46,23 +45,12 @@ export class ReadWriteLockService {
     fn: (context: LockRunContext) => T | Promise<T>,
     options: RunOptions | undefined,
   ): Promise<T> {
-    try {
-      if (typeof name === 'string' || !Array.isArray(name)) return runLocked(this.engine, this.view(mode, name as string, undefined), fn, options);
-      const owner = this.engine.ids.nextOwner();
-      return runLocked(this.engine, new MultiLock(name.map((n: string) => this.view(mode, n, owner))), fn, options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return runNamed(this.engine, name, (n, owner) => this.view(mode, n, owner), fn, options);
   }
 
   private view(mode: ReadWriteMode, name: string, fallbackOwner: string | undefined): ReadWriteLockView {
     checkLockName(name);
     const key = this.engine.keys.readWrite(name);
-    return new ReadWriteLockView(this.engine, name, key, this.ownerFor(key, fallbackOwner), mode);
-  }
-
-  /** The call chain's owner of the lock, else `fallbackOwner`, else a new owner. */
-  private ownerFor(key: string, fallbackOwner: string | undefined): string {
-    return this.engine.ownerContext.ownerOf(key) ?? fallbackOwner ?? this.engine.ids.nextOwner();
+    return new ReadWriteLockView(this.engine, name, key, this.engine.ownerFor(key, fallbackOwner), mode);
   }
 }

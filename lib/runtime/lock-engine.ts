@@ -108,6 +108,11 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       );
   }
 
+  /** The owner a new lock object takes: the call chain's owner of `lockKey`, else `fallbackOwner`, else a new one. */
+  ownerFor(lockKey: string, fallbackOwner?: string): string {
+    return this.ownerContext.ownerOf(lockKey) ?? fallbackOwner ?? this.ids.nextOwner();
+  }
+
   /** Connects the connection the library opened once every module is initialised (and validated). */
   onApplicationBootstrap(): void {
     if (this.ownsClient && this.client.status === 'wait') {

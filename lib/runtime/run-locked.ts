@@ -1,7 +1,7 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
 import { RELEASE_FAILED, RELEASE_FOUND_NOTHING } from '../lock.messages';
 import type { LockRunContext, RunOptions } from '../locks/lock';
-import type { MultiLock } from '../locks/multi-lock';
+import { MultiLock } from '../locks/multi-lock';
 import type { OwnedLock } from '../locks/owned-lock';
 import type { LockEngine } from './lock-engine';
 
@@ -28,6 +28,29 @@ export async function runLocked<T>(
       if (error instanceof LockNotHeldError) engine.logger.warn(RELEASE_FOUND_NOTHING(error.lockName));
       else engine.logger.error(RELEASE_FAILED(String(name), error));
     });
+  }
+}
+
+/** Makes the lock of one name, bound to `fallbackOwner` when the call chain does not hold it. */
+export type LockFactory = (name: string, fallbackOwner: string | undefined) => OwnedLock;
+
+/**
+ * The `run` of every lock service: `name`, or every name of an array as one multi-lock whose
+ * members share one new owner. Bad input rejects (never throws synchronously).
+ */
+export function runNamed<T>(
+  engine: LockEngine,
+  name: string | readonly string[],
+  lockFor: LockFactory,
+  fn: (context: LockRunContext) => T | Promise<T>,
+  options: RunOptions | undefined,
+): Promise<T> {
+  try {
+    if (!Array.isArray(name)) return runLocked(engine, lockFor(name as string, undefined), fn, options);
+    const owner = engine.ids.nextOwner();
+    return runLocked(engine, new MultiLock(name.map((n: string) => lockFor(n, owner))), fn, options);
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 
