@@ -207,7 +207,7 @@ describe('Redis Cluster (3 masters)', () => {
     const nodes = JSON.stringify(cluster.startupNodes);
     const kinds = ['reentrant', 'reentrant', 'fair', 'write'];
     const rounds = 10;
-    await Promise.all(kinds.map((kind) => completion(spawnFixture('cluster-counter-worker', [nodes, kind, names.join(','), String(rounds)]))));
+    await Promise.all(kinds.map((kind) => completion(spawnFixture('counter-worker', [nodes, kind, names.join(','), String(rounds)]))));
     for (const name of names) {
       expect(Number(await raw.get(`counter:reentrant:${name}`))).toBe(2 * rounds);
       expect(Number(await raw.get(`counter:fair:${name}`))).toBe(rounds);

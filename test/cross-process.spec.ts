@@ -13,9 +13,9 @@ describe('reentrant lock across processes', () => {
   });
 
   it('4 processes x 25 non-atomic increments under run() lose no update', async () => {
-    const children = [1, 2, 3, 4].map(() => spawnFixture('counter-worker', [redis.url, 'shared-counter', 'counter', '25']));
+    const children = [1, 2, 3, 4].map(() => spawnFixture('counter-worker', [redis.url, 'reentrant', 'shared-counter', '25']));
     await Promise.all(children.map(completion));
-    expect(Number(await redis.client().get('counter'))).toBe(100);
+    expect(Number(await redis.client().get('counter:reentrant:shared-counter'))).toBe(100);
   }, 90_000);
 
   it('a holder killed with SIGKILL frees the lock within about one watchdogTimeout', async () => {

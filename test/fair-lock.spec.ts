@@ -259,9 +259,9 @@ describe('fair lock', () => {
 
   it('3 processes x 20 non-atomic increments under FairLockService.run lose no update', async () => {
     const name = fresh();
-    const children = [1, 2, 3].map(() => spawnFixture('locked-counter-worker', [redis.url, 'fair', name, `${name}:counter`, '20']));
+    const children = [1, 2, 3].map(() => spawnFixture('counter-worker', [redis.url, 'fair', name, '20']));
     await Promise.all(children.map(completion));
-    expect(Number(await raw.get(`${name}:counter`))).toBe(60);
+    expect(Number(await raw.get(`counter:fair:${name}`))).toBe(60);
   }, 90_000);
 });
 

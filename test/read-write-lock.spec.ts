@@ -300,10 +300,10 @@ describe('read-write lock', () => {
   it('3 processes x 20 non-atomic increments under runWrite lose no update', async () => {
     const name = fresh();
     const children = [1, 2, 3].map(() =>
-      spawnFixture('locked-counter-worker', [redis.url, 'write', name, `${name}:counter`, '20']),
+      spawnFixture('counter-worker', [redis.url, 'write', name, '20']),
     );
     await Promise.all(children.map(completion));
-    expect(Number(await raw.get(`${name}:counter`))).toBe(60);
+    expect(Number(await raw.get(`counter:write:${name}`))).toBe(60);
   }, 90_000);
 });
 
