@@ -1,0 +1,19 @@
+/** What the bench's processes say to each other over the IPC channel (parent <-> worker). */
+export interface Message {
+  readonly type: string;
+  readonly [field: string]: unknown;
+}
+
+/** One piece of work for a fresh worker process. */
+export interface Job {
+  /** A child task of `workloads/index.ts` (a workload or a floor). */
+  readonly task: string;
+  /** Adapter id (`adapters/index.ts`); floors have none. */
+  readonly adapter?: string;
+  readonly redisUrl: string;
+  /** This process's part in a multi-process workload (W3 process index, W4/floor role). */
+  readonly role?: number;
+  readonly params: Readonly<Record<string, number>>;
+}
+
+export const JOB_ENV = 'BENCH_JOB';

@@ -1,0 +1,428 @@
+import { ADAPTERS } from '../adapters';
+import type { AdapterSpec } from '../adapters/adapter';
+import type { Collected, Outcome, WorkloadResults } from './collected';
+import { table } from './markdown';
+import { REPEAT_ONLY_UNDER_MS, WORKLOADS, WorkloadId } from './settings';
+import { fmt, median, percentile } from './stats';
+
+/** Medians over the repetitions of one adapter (W4: every hand-off of every repetition pooled). */
+export interface AdapterSummary {
+  readonly spec: AdapterSpec;
+  readonly unavailable?: string;
+  readonly failures: string[];
+  w1?: { opsPerSec: number; p50Ms: number; p99Ms: number };
+  w2?: { opsPerSec: number; cpuUsPerOp: number; redisCpuUsPerOp: number };
+  w3?: {
+    handoffsPerSec: number;
+    acquisitionsPerSec: number;
+    waitP50Ms: number;
+    waitP99Ms: number;
+    fairness: number;
+    minPerTask: number;
+    maxPerTask: number;
+    giveUps: number;
+    lostUpdates: number;
+    overlaps: number;
+    safe: boolean;
+  };
+  w4?: { handoffs: number; medianMs: number; p99Ms: number; giveUps: number; late: number; repetitions: number };
+  w5?: {
+    drainMs: number;
+    drained: number;
+    waiters: number;
+    sentPerHandoff: number;
+    redisCallsPerHandoff: number;
+    pollsPerWaiterSec: number;
+    connections: number;
+    repetitions: number;
+    subscriberConnections: number;
+    giveUps: number;
+  };
+}
+
+export interface FloorSummary {
+  cliIdleRttMs: number;
+  pingP50Ms: number;
+  pingP99Ms: number;
+  evalshaP50Ms: number;
+  evalshaPerSec: number;
+  /** W1's floor: one acquire and one release, each one sequential EVALSHA. */
+  twoRoundTripOpsPerSec: number;
+  publishToMessageP50Ms: number;
+  wakeFloorP50Ms: number;
+  wakeFloorP99Ms: number;
+}
+
+export interface TargetCheck {
+  readonly target: string;
+  readonly measured: string;
+  readonly met: boolean | undefined;
+}
+
+export interface Summary {
+  readonly collected: Collected;
+  readonly floors: FloorSummary;
+  readonly adapters: AdapterSummary[];
+  readonly reference: AdapterSummary | undefined;
+  readonly targets: TargetCheck[];
+  readonly safetyFailures: string[];
+}
+
+function oks<T>(outcomes: Array<Outcome<T>> | undefined): T[] {
+  return (outcomes ?? []).flatMap((outcome) => (outcome.ok ? [outcome.value] : []));
+}
+
+/** Median of a figure over repetitions; a repetition that could not measure it (NaN) is left out. */
+const med = <T>(values: T[], pick: (value: T) => number): number => median(values.map(pick).filter((v) => Number.isFinite(v)));
+const total = <T>(values: T[], pick: (value: T) => number): number => values.reduce((sum, value) => sum + pick(value), 0);
+
+function summarizeAdapter(collected: Collected, spec: AdapterSpec): AdapterSummary {
+  const runs = collected.runs[spec.id] ?? {};
+  const failures: string[] = [];
+  for (const workload of WORKLOADS) {
+    for (const outcome of (runs[workload] ?? []) as Array<Outcome<unknown>>) {
+      if (!outcome.ok) failures.push(`${workload}: ${outcome.error.split('\n')[0]}`);
+    }
+  }
+  const summary: AdapterSummary = { spec, unavailable: collected.unavailable[spec.id], failures };
+  const w1 = oks(runs.w1);
+  if (w1.length) summary.w1 = { opsPerSec: med(w1, (r) => r.opsPerSec), p50Ms: med(w1, (r) => r.p50Ms), p99Ms: med(w1, (r) => r.p99Ms) };
+  const w2 = oks(runs.w2);
+  if (w2.length) {
+    summary.w2 = { opsPerSec: med(w2, (r) => r.opsPerSec), cpuUsPerOp: med(w2, (r) => r.cpuUsPerOp), redisCpuUsPerOp: med(w2, (r) => r.redisCpuUsPerOp) };
+  }
+  const w3 = oks(runs.w3);
+  if (w3.length) {
+    summary.w3 = {
+      handoffsPerSec: med(w3, (r) => r.handoffsPerSec),
+      acquisitionsPerSec: med(w3, (r) => r.acquisitionsPerSec),
+      waitP50Ms: med(w3, (r) => r.waitP50Ms),
+      waitP99Ms: med(w3, (r) => r.waitP99Ms),
+      fairness: med(w3, (r) => r.fairness),
+      minPerTask: med(w3, (r) => r.minPerTask),
+      maxPerTask: med(w3, (r) => r.maxPerTask),
+      giveUps: total(w3, (r) => r.giveUps),
+      lostUpdates: total(w3, (r) => r.lostUpdates),
+      overlaps: total(w3, (r) => r.overlaps),
+      safe: w3.every((r) => r.safe),
+    };
+  }
+  const w4 = oks(runs.w4);
+  if (w4.length) {
+    const pooled = w4.flatMap((r) => r.latenciesMs);
+    summary.w4 = {
+      handoffs: pooled.length,
+      medianMs: median(pooled),
+      p99Ms: percentile(pooled, 99),
+      giveUps: total(w4, (r) => r.giveUps),
+      late: total(w4, (r) => r.late),
+      repetitions: w4.length,
+    };
+  }
+  const w5 = oks(runs.w5);
+  if (w5.length) {
+    summary.w5 = {
+      drainMs: med(w5, (r) => r.drainMs),
+      drained: Math.min(...w5.map((r) => r.drained)),
+      waiters: w5[0].waiters,
+      sentPerHandoff: med(w5, (r) => r.sentPerHandoff),
+      redisCallsPerHandoff: med(w5, (r) => r.redisCallsPerHandoff),
+      pollsPerWaiterSec: med(w5, (r) => r.pollsPerWaiterSec),
+      repetitions: w5.length,
+      connections: Math.max(...w5.map((r) => r.connections.total)),
+      subscriberConnections: Math.max(...w5.map((r) => r.connections.subscribers)),
+      giveUps: total(w5, (r) => r.giveUps),
+    };
+  }
+  return summary;
+}
+
+function summarizeFloors(collected: Collected): FloorSummary {
+  const { roundTrips, wake, cliLatency } = collected.floors;
+  const evalshaPerSec = med(roundTrips, (r) => r.evalshaPerSec);
+  return {
+    cliIdleRttMs: med(cliLatency, (r) => r.avgMs),
+    pingP50Ms: med(roundTrips, (r) => r.pingP50Ms),
+    pingP99Ms: med(roundTrips, (r) => r.pingP99Ms),
+    evalshaP50Ms: med(roundTrips, (r) => r.evalshaP50Ms),
+    evalshaPerSec,
+    twoRoundTripOpsPerSec: evalshaPerSec / 2,
+    publishToMessageP50Ms: med(wake, (r) => r.publishToMessageP50Ms),
+    wakeFloorP50Ms: med(wake, (r) => r.wakeFloorP50Ms),
+    wakeFloorP99Ms: med(wake, (r) => r.wakeFloorP99Ms),
+  };
+}
+
+const x = (value: number): string => `${fmt(value)}x`;
+
+function checkTargets(floors: FloorSummary, adapters: AdapterSummary[], ours: AdapterSummary | undefined): TargetCheck[] {
+  const peer = (id: string): AdapterSummary | undefined => adapters.find((a) => a.spec.id === id);
+  const checks: TargetCheck[] = [];
+  const add = (target: string, measured: string, met: boolean | undefined): void => {
+    checks.push({ target, measured, met });
+  };
+  const o4 = ours?.w4?.medianMs;
+  add(
+    'W4 median hand-off <= 1.3x the pub/sub wake floor',
+    `${fmt(o4)} ms vs floor ${fmt(floors.wakeFloorP50Ms)} ms = ${x((o4 ?? NaN) / floors.wakeFloorP50Ms)}`,
+    o4 === undefined ? undefined : o4 <= 1.3 * floors.wakeFloorP50Ms,
+  );
+  for (const [id, factor] of [['redlock-default', 50], ['semaphore', 3]] as const) {
+    const theirs = peer(id)?.w4?.medianMs;
+    add(
+      `W4 >= ${factor}x faster than ${peer(id)?.spec.label ?? id}`,
+      `${fmt(theirs)} ms / ${fmt(o4)} ms = ${x((theirs ?? NaN) / (o4 ?? NaN))}`,
+      theirs === undefined || o4 === undefined ? undefined : theirs / o4 >= factor,
+    );
+  }
+  const o3 = ours?.w3;
+  add('W3 zero lost updates and overlaps (this library)', o3 ? `${o3.lostUpdates} lost, ${o3.overlaps} overlaps` : 'n/a', o3 ? o3.safe : undefined);
+  const peers3 = adapters.filter((a) => !a.spec.ours && a.w3);
+  const bestPeer = peers3.reduce<AdapterSummary | undefined>((best, a) => (!best || a.w3!.handoffsPerSec > best.w3!.handoffsPerSec ? a : best), undefined);
+  add(
+    'W3 real hand-offs/s above every peer variant',
+    `${fmt(o3?.handoffsPerSec)}/s vs best peer ${bestPeer?.spec.label ?? 'n/a'} ${fmt(bestPeer?.w3?.handoffsPerSec)}/s`,
+    o3 && bestPeer ? o3.handoffsPerSec > bestPeer.w3!.handoffsPerSec : undefined,
+  );
+  add('W3 fairness (min/max acquisitions per task) >= 0.7', o3 ? `${fmt(o3.fairness, 2)} (${o3.minPerTask}/${o3.maxPerTask})` : 'n/a', o3 ? o3.fairness >= 0.7 : undefined);
+  const o1 = ours?.w1?.opsPerSec;
+  add(
+    'W1 within 10% of the two-round-trip floor',
+    `${fmt(o1)} ops/s vs floor ${fmt(floors.twoRoundTripOpsPerSec)} ops/s = ${fmt(((o1 ?? NaN) / floors.twoRoundTripOpsPerSec) * 100)}% of it`,
+    o1 === undefined ? undefined : o1 >= floors.twoRoundTripOpsPerSec / 1.1,
+  );
+  const o2 = ours?.w2?.opsPerSec;
+  const setNx2 = peer('set-nx-poller')?.w2?.opsPerSec;
+  add(
+    'W2 >= 1.2x the hand-rolled SET NX lock',
+    `${fmt(o2)} / ${fmt(setNx2)} ops/s = ${x((o2 ?? NaN) / (setNx2 ?? NaN))}`,
+    o2 === undefined || setNx2 === undefined ? undefined : o2 >= 1.2 * setNx2,
+  );
+  const o5 = ours?.w5;
+  add(
+    'W5 one subscriber connection, bounded commands per hand-off (all drained)',
+    o5 ? `${o5.subscriberConnections} subscriber of ${o5.connections} connections, ${fmt(o5.sentPerHandoff)} sent / ${fmt(o5.redisCallsPerHandoff)} run per hand-off, ${o5.drained}/${o5.waiters} drained` : 'n/a',
+    o5 ? o5.subscriberConnections === 1 && o5.sentPerHandoff <= 6 && o5.drained === o5.waiters : undefined,
+  );
+  return checks;
+}
+
+export function summarize(collected: Collected): Summary {
+  const floors = summarizeFloors(collected);
+  const adapters = ADAPTERS.filter((spec) => spec.id in collected.runs || spec.id in collected.unavailable).map((spec) =>
+    summarizeAdapter(collected, spec),
+  );
+  const reference = adapters.find((a) => a.spec.reference && !a.unavailable);
+  const safetyFailures = adapters
+    .filter((a) => a.w3 && !a.w3.safe)
+    .map((a) => `${a.spec.label}: ${a.w3!.lostUpdates} lost updates, ${a.w3!.overlaps} overlapping holders in W3`);
+  return { collected, floors, adapters, reference, targets: checkTargets(floors, adapters, reference), safetyFailures };
+}
+
+/** The table the README quotes: one row per library variant, the headline figure of each workload. */
+export function headlineTable(summary: Summary): string {
+  const rows = summary.adapters.map((a) => {
+    if (a.unavailable) return [a.spec.label, ...new Array(8).fill('pending')];
+    return [
+      a.spec.ours ? `**${a.spec.label}**` : a.spec.label,
+      a.w1 ? `${fmt(a.w1.opsPerSec)} (${fmt(a.w1.p50Ms)} ms)` : 'failed',
+      a.w2 ? fmt(a.w2.opsPerSec) : 'failed',
+      a.w3 ? fmt(a.w3.handoffsPerSec) : 'failed',
+      a.w3 ? fmt(a.w3.fairness, 2) : 'failed',
+      a.w3 ? (a.w3.safe ? 'ok' : `**UNSAFE: ${a.w3.lostUpdates} lost**`) : 'failed',
+      a.w4 ? `${fmt(a.w4.medianMs)} / ${fmt(a.w4.p99Ms)}` : 'failed',
+      a.w5 ? `${fmt(a.w5.drainMs)}${a.w5.drained < a.w5.waiters ? ` (${a.w5.drained}/${a.w5.waiters} drained)` : ''}` : 'failed',
+      a.w5 ? `${fmt(a.w5.sentPerHandoff)} / ${a.w5.connections} (${a.w5.subscriberConnections} sub)` : 'failed',
+    ];
+  });
+  return table(
+    [
+      'library',
+      'W1 ops/s (p50)',
+      'W2 ops/s',
+      'W3 hand-offs/s',
+      'W3 fairness',
+      'W3 safety',
+      'W4 hand-off p50 / p99 ms',
+      'W5 drain ms',
+      'W5 cmds/hand-off / conns',
+    ],
+    rows,
+  );
+}
+
+function ratioTable(summary: Summary): string {
+  const ours = summary.reference;
+  const ratio = (value: number | undefined, base: number | undefined): string =>
+    value === undefined || base === undefined ? 'n/a' : x(value / base);
+  const rows = summary.adapters
+    .filter((a) => !a.unavailable)
+    .map((a) => [
+      a.spec.label,
+      ratio(ours?.w1?.opsPerSec, a.w1?.opsPerSec),
+      ratio(ours?.w2?.opsPerSec, a.w2?.opsPerSec),
+      ratio(ours?.w3?.handoffsPerSec, a.w3?.handoffsPerSec),
+      ratio(a.w4?.medianMs, ours?.w4?.medianMs),
+      ratio(a.w5?.drainMs, ours?.w5?.drainMs),
+    ]);
+  return table(['library', 'W1 ops/s', 'W2 ops/s', 'W3 hand-offs/s', 'W4 hand-off time', 'W5 drain time'], rows);
+}
+
+function floorTable(floors: FloorSummary): string {
+  return table(
+    ['floor (same Redis, same run)', 'value'],
+    [
+      ['`redis-cli --latency` (idle client, 10 ms apart), avg', `${fmt(floors.cliIdleRttMs)} ms`],
+      ['PING round trip, back to back from Node, p50 / p99', `${fmt(floors.pingP50Ms)} / ${fmt(floors.pingP99Ms)} ms`],
+      ['EVALSHA (trivial script) back to back, p50', `${fmt(floors.evalshaP50Ms)} ms`],
+      ['sequential EVALSHA rate', `${fmt(floors.evalshaPerSec)} /s`],
+      ['W1 floor: 2 sequential EVALSHA per acquire+release', `${fmt(floors.twoRoundTripOpsPerSec)} ops/s`],
+      ['PUBLISH -> message in a subscriber process idle for 10-20 ms, p50', `${fmt(floors.publishToMessageP50Ms)} ms`],
+      ['pub/sub wake floor: PUBLISH -> message -> one EVALSHA, p50 / p99 (measured right before this library\'s W4)', `${fmt(floors.wakeFloorP50Ms)} / ${fmt(floors.wakeFloorP99Ms)} ms`],
+    ],
+    1,
+  );
+}
+
+function detailTables(summary: Summary): string {
+  const live = summary.adapters.filter((a) => !a.unavailable);
+  const w3 = table(
+    ['library', 'hand-offs/s', 'acquisitions/s', 'wait p50 / p99 ms', 'per task min / max', 'give-ups', 'lost updates', 'overlaps'],
+    live.map((a) => [
+      a.spec.label,
+      fmt(a.w3?.handoffsPerSec),
+      fmt(a.w3?.acquisitionsPerSec),
+      `${fmt(a.w3?.waitP50Ms)} / ${fmt(a.w3?.waitP99Ms)}`,
+      a.w3 ? `${a.w3.minPerTask} / ${a.w3.maxPerTask}` : 'n/a',
+      String(a.w3?.giveUps ?? 'n/a'),
+      String(a.w3?.lostUpdates ?? 'n/a'),
+      String(a.w3?.overlaps ?? 'n/a'),
+    ]),
+  );
+  const w4 = table(
+    ['library', 'hand-offs', 'median ms', 'p99 ms', 'give-ups', 'left out (waiter late)', 'repetitions'],
+    live.map((a) => [
+      a.spec.label,
+      String(a.w4?.handoffs ?? 'n/a'),
+      fmt(a.w4?.medianMs),
+      fmt(a.w4?.p99Ms),
+      String(a.w4?.giveUps ?? 'n/a'),
+      String(a.w4?.late ?? 'n/a'),
+      String(a.w4?.repetitions ?? 'n/a'),
+    ]),
+  );
+  const w5 = table(
+    ['library', 'drain ms', 'drained', 'sent / hand-off', 'run by Redis / hand-off', 'sent per waiter per s while waiting', 'connections (subscriber)', 'give-ups', 'repetitions'],
+    live.map((a) => [
+      a.spec.label,
+      fmt(a.w5?.drainMs),
+      a.w5 ? `${a.w5.drained}/${a.w5.waiters}` : 'n/a',
+      fmt(a.w5?.sentPerHandoff),
+      fmt(a.w5?.redisCallsPerHandoff),
+      fmt(a.w5?.pollsPerWaiterSec),
+      a.w5 ? `${a.w5.connections} (${a.w5.subscriberConnections})` : 'n/a',
+      String(a.w5?.giveUps ?? 'n/a'),
+      String(a.w5?.repetitions ?? 'n/a'),
+    ]),
+  );
+  const w1 = table(
+    ['library', 'W1 ops/s', 'W1 p50 ms', 'W1 p99 ms', 'W2 ops/s', 'W2 CPU us/op: Node', 'W2 CPU us/op: Redis'],
+    live.map((a) => [
+      a.spec.label,
+      fmt(a.w1?.opsPerSec),
+      fmt(a.w1?.p50Ms),
+      fmt(a.w1?.p99Ms),
+      fmt(a.w2?.opsPerSec),
+      fmt(a.w2?.cpuUsPerOp),
+      fmt(a.w2?.redisCpuUsPerOp),
+    ]),
+  );
+  return [
+    '### W1 / W2: uncontended',
+    w1,
+    '### W3: contended, 4 processes x 8 tasks, one key',
+    w3,
+    '### W4: hand-off latency across processes',
+    w4,
+    '### W5: 1000 waiters in one process, one key',
+    w5,
+  ].join('\n\n');
+}
+
+function targetTable(summary: Summary): string {
+  return table(
+    ['target', 'measured', 'met'],
+    summary.targets.map((t) => [t.target, t.measured, t.met === undefined ? 'n/a' : t.met ? 'yes' : '**NO**']),
+    2,
+  );
+}
+
+function settingsTable(summary: Summary): string {
+  return table(
+    ['library', 'settings'],
+    summary.adapters.map((a) => [a.spec.label, a.unavailable ? `${a.spec.settings} (**${a.unavailable}**)` : a.spec.settings]),
+    2,
+  );
+}
+
+/** The console report and the body of RESULTS.md. */
+export function renderReport(summary: Summary): string {
+  const { collected } = summary;
+  const { machine, settings } = collected;
+  const minutes = collected.finishedAt ? ((collected.finishedAt.getTime() - collected.startedAt.getTime()) / 60000).toFixed(1) : '?';
+  const failures = summary.adapters.flatMap((a) => a.failures.map((f) => `- ${a.spec.label}: ${f}`));
+  const safety = summary.safetyFailures.length
+    ? [`> **SAFETY FAILURE** (lost updates / two holders at once):\n${summary.safetyFailures.map((f) => `> - ${f}`).join('\n')}`, '']
+    : [];
+  return [
+    ...safety,
+    `Run of ${collected.startedAt.toISOString()} (${minutes} min), ${settings.repetitions} repetitions, every adapter and workload in fresh processes. Medians over repetitions; W4 pools the hand-offs of all its repetitions.`,
+    '',
+    '## Results',
+    '',
+    headlineTable(summary),
+    '',
+    'W1: one task, acquire+release on distinct keys. W2: 64 tasks, distinct keys. W3: 4 processes x 8 tasks on one key, GET/SET+1 inside; hand-offs = owner changes; fairness = min/max acquisitions per task. W4: release in one process to acquire in another. W5: 1000 waiters in one process; commands = sent by the process per hand-off; conns = connections to Redis (subscriber mode).',
+    '',
+    '## Ratios: this library (LockService.run) against each row',
+    '',
+    'Above 1x means this library is ahead (W1-W3: its rate / theirs; W4, W5: their time / its time).',
+    '',
+    ratioTable(summary),
+    '',
+    '## Floors',
+    '',
+    floorTable(summary.floors),
+    '',
+    '## Targets',
+    '',
+    targetTable(summary),
+    '',
+    '## Details',
+    '',
+    detailTables(summary),
+    '',
+    failures.length ? `### Failed runs\n\n${failures.join('\n')}\n` : '',
+    '## Settings of each variant',
+    '',
+    settingsTable(summary),
+    '',
+    '## Machine',
+    '',
+    table(
+      ['', ''],
+      [
+        ['CPU', `${machine.cpuModel}, ${machine.cores} cores`],
+        ['memory', `${machine.memoryGb} GB`],
+        ['OS', machine.os],
+        ['Node', machine.node],
+        ['Redis', `${machine.redis} (${machine.redisSource})`],
+        ['pinning', machine.pinning],
+        ['load average (1/5/15 min) at start / end', `${machine.loadAverageAtStart} / ${machine.loadAverageAtEnd ?? '?'}`],
+      ],
+      2,
+    ),
+    '',
+    `Workload sizes: W1 ${settings.w1.ops} ops (+${settings.w1.warmup} warm-up); W2 ${settings.w2.tasks} tasks for ${settings.w2.durationMs} ms; W3 ${settings.w3.processes}x${settings.w3.tasks} tasks for ${settings.w3.durationMs} ms; W4 ${settings.w4.handoffs} hand-offs, holder holds ${settings.w4.holdMs}-${settings.w4.holdMs + settings.w4.holdJitterMs} ms; W5 ${settings.w5.waiters} waiters, ${settings.w5.settleMs} ms settle, ${settings.w5.capMs} ms cap. A run that took over ${REPEAT_ONLY_UNDER_MS / 1000} s (a slow poller's W4, a W5 that hit its cap) is not repeated.`,
+  ].join('\n');
+}

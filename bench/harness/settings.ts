@@ -1,0 +1,51 @@
+/**
+ * Sizes of every workload. `full` is what `npm run bench` runs (about 8-10 minutes on 2 cores);
+ * BENCH_QUICK=1 selects `quick`, for trying the harness out.
+ */
+export interface BenchSettings {
+  readonly repetitions: number;
+  readonly w1: { ops: number; warmup: number };
+  readonly w2: { tasks: number; warmupMs: number; durationMs: number };
+  readonly w3: { processes: number; tasks: number; durationMs: number };
+  readonly w4: { handoffs: number; holdMs: number; holdJitterMs: number };
+  readonly w5: { waiters: number; settleMs: number; capMs: number };
+  readonly roundTrips: { calls: number };
+  readonly wake: { messages: number; gapMs: number; gapJitterMs: number };
+  readonly cliLatencySeconds: number;
+}
+
+export const FULL: BenchSettings = {
+  repetitions: 3,
+  w1: { ops: 2000, warmup: 500 },
+  w2: { tasks: 64, warmupMs: 300, durationMs: 2000 },
+  w3: { processes: 4, tasks: 8, durationMs: 3000 },
+  w4: { handoffs: 200, holdMs: 10, holdJitterMs: 10 },
+  w5: { waiters: 1000, settleMs: 500, capMs: 10_000 },
+  roundTrips: { calls: 3000 },
+  wake: { messages: 200, gapMs: 10, gapJitterMs: 10 },
+  cliLatencySeconds: 2,
+};
+
+export const QUICK: BenchSettings = {
+  repetitions: 1,
+  w1: { ops: 300, warmup: 50 },
+  w2: { tasks: 64, warmupMs: 100, durationMs: 300 },
+  w3: { processes: 4, tasks: 8, durationMs: 500 },
+  w4: { handoffs: 20, holdMs: 10, holdJitterMs: 10 },
+  w5: { waiters: 1000, settleMs: 300, capMs: 5_000 },
+  roundTrips: { calls: 500 },
+  wake: { messages: 20, gapMs: 10, gapJitterMs: 10 },
+  cliLatencySeconds: 2,
+};
+
+export type WorkloadId = 'w1' | 'w2' | 'w3' | 'w4' | 'w5';
+export const WORKLOADS: readonly WorkloadId[] = ['w1', 'w2', 'w3', 'w4', 'w5'];
+
+/** A worker that has not answered by then is killed and its run reported as failed. */
+export const JOB_TIMEOUT_MS = 90_000;
+
+/**
+ * A workload run that took longer than this (a slow poller's 200 W4 hand-offs, a W5 that hit its
+ * cap) is not repeated: its one run has plenty of samples, and repeating it would blow the budget.
+ */
+export const REPEAT_ONLY_UNDER_MS = 10_000;

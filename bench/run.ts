@@ -1,0 +1,217 @@
+/**
+ * `npm run bench`: starts its own pinned redis-server (or uses REDIS_URL), measures the floors and
+ * every adapter x workload in fresh processes, several repetitions, prints medians and ratios
+ * against this library, and writes bench/RESULTS.md (full runs only).
+ *
+ * Environment: BENCH_QUICK=1 (small sizes, one repetition), BENCH_REPS=n, BENCH_ADAPTERS=id,id,
+ * BENCH_WORKLOADS=w1,w3, REDIS_URL=redis://127.0.0.1:port (a server the bench may FLUSHALL),
+ * BENCH_NO_PIN=1. `node dist/bench/run.js --from dist/bench/last-run.json` only re-renders the
+ * report (and RESULTS.md) from a previous run's raw figures, e.g. after editing closing-note.md.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem, type as osType } from 'node:os';
+import { join } from 'node:path';
+import { ADAPTERS } from './adapters';
+import type { AdapterSpec } from './adapters/adapter';
+import { runWakeFloor } from './floors/pubsub-wake';
+import type { RoundTripFloor } from './floors/round-trips';
+import { redisCliLatency } from './floors/redis-cli-latency';
+import type { Collected, Outcome } from './harness/collected';
+import { NODE_CORE, pinningAvailable, REDIS_CORE } from './harness/cpu';
+import { adminClient, BenchRedis, startBenchRedis } from './harness/redis-server';
+import { renderReport, summarize } from './harness/report';
+import { BenchSettings, FULL, JOB_TIMEOUT_MS, QUICK, REPEAT_ONLY_UNDER_MS, WorkloadId, WORKLOADS } from './harness/settings';
+import { runJob } from './harness/worker-process';
+import { runW3 } from './workloads/w3-contended';
+import { runW4 } from './workloads/w4-handoff';
+
+const BENCH_SOURCES = join(__dirname, '..', '..', 'bench');
+const RESULTS_FILE = join(BENCH_SOURCES, 'RESULTS.md');
+/** Hand-written analysis of the last full run (misses, profiles), appended to RESULTS.md. */
+const CLOSING_NOTE_FILE = join(BENCH_SOURCES, 'closing-note.md');
+const RAW_FILE = join(__dirname, 'last-run.json');
+
+function chosenSettings(): BenchSettings {
+  const base = process.env.BENCH_QUICK === '1' ? QUICK : FULL;
+  const reps = Number(process.env.BENCH_REPS);
+  return Number.isInteger(reps) && reps > 0 ? { ...base, repetitions: reps } : base;
+}
+
+function listFromEnv<T extends string>(name: string, known: readonly T[]): T[] {
+  const raw = process.env[name];
+  if (!raw) return [...known];
+  const wanted = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = wanted.filter((w) => !known.includes(w as T));
+  if (unknown.length) throw new Error(`${name}: unknown ${unknown.join(', ')}; known: ${known.join(', ')}`);
+  return wanted as T[];
+}
+
+const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
+const log = (line: string): void => {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+};
+
+/** Keeps the orchestrator itself off Redis's core. */
+function pinSelf(): void {
+  if (pinningAvailable()) spawnSync('taskset', ['-a', '-p', '-c', NODE_CORE, String(process.pid)], { stdio: 'ignore' });
+}
+
+async function attempt<T>(what: string, work: () => Promise<T>): Promise<Outcome<T> & { ms: number }> {
+  const started = Date.now();
+  try {
+    const value = await work();
+    const ms = Date.now() - started;
+    log(`${what}: ${(ms / 1000).toFixed(1)} s`);
+    return { ok: true, value, ms };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    log(`${what}: FAILED ${message.split('\n')[0]}`);
+    return { ok: false, error: message, ms: Date.now() - started };
+  }
+}
+
+async function runWorkload(redis: BenchRedis, settings: BenchSettings, spec: AdapterSpec, workload: WorkloadId): Promise<unknown> {
+  const run = { redisUrl: redis.url, adapter: spec.id, timeoutMs: JOB_TIMEOUT_MS };
+  switch (workload) {
+    case 'w3':
+      return runW3({ ...run, params: settings.w3 });
+    case 'w4':
+      return runW4({ ...run, params: settings.w4 });
+    default:
+      return runJob({ task: workload, adapter: spec.id, redisUrl: redis.url, params: settings[workload] }, JOB_TIMEOUT_MS);
+  }
+}
+
+/** The round-trip floors and `redis-cli --latency`, at the start of each repetition. */
+async function measureRoundTrips(redis: BenchRedis, settings: BenchSettings, collected: Collected, rep: number): Promise<void> {
+  const roundTrips = await attempt(`rep ${rep} floor: round trips`, () =>
+    runJob<RoundTripFloor>({ task: 'floor-round-trips', redisUrl: redis.url, params: settings.roundTrips }, JOB_TIMEOUT_MS),
+  );
+  if (roundTrips.ok) collected.floors.roundTrips.push(roundTrips.value);
+  const cli = redisCliLatency(redis.host, redis.port, settings.cliLatencySeconds);
+  if (cli) collected.floors.cliLatency.push(cli);
+}
+
+/**
+ * The pub/sub wake floor. Waking an idle process costs anything from 1 to 4 ms on a shared VM,
+ * depending on what else runs, so it is measured right before this library's W4 run it is compared
+ * with (or at the start of the repetition when that run is not part of this bench).
+ */
+async function measureWake(redis: BenchRedis, settings: BenchSettings, collected: Collected, rep: number): Promise<void> {
+  const wake = await attempt(`rep ${rep} floor: pub/sub wake`, () => runWakeFloor(redis.url, settings.wake, JOB_TIMEOUT_MS));
+  if (wake.ok) collected.floors.wake.push(wake.value);
+}
+
+async function main(): Promise<void> {
+  const from = process.argv.indexOf('--from');
+  if (from !== -1) {
+    report(collectedFrom(process.argv[from + 1]), true);
+    return;
+  }
+  pinSelf();
+  const settings = chosenSettings();
+  const adapterIds = listFromEnv('BENCH_ADAPTERS', ADAPTERS.map((a) => a.id));
+  const workloads = listFromEnv('BENCH_WORKLOADS', WORKLOADS);
+  const fullRun = settings === FULL && !process.env.BENCH_ADAPTERS && !process.env.BENCH_WORKLOADS;
+
+  const redis = await startBenchRedis();
+  const stopRedis = (): void => void redis.stop().finally(() => process.exit(130));
+  process.once('SIGINT', stopRedis);
+  process.once('SIGTERM', stopRedis);
+  const cpu = cpus();
+  const collected: Collected = {
+    settings,
+    startedAt: new Date(),
+    machine: {
+      cpuModel: cpu[0]?.model ?? 'unknown',
+      cores: cpu.length,
+      memoryGb: Math.round(totalmem() / 2 ** 30),
+      os: `${osType()} ${release()}`,
+      node: process.version,
+      redis: redis.version,
+      redisSource: redis.owned ? `redis-server started by the bench on 127.0.0.1:${redis.port}, no persistence` : `REDIS_URL ${redis.url}`,
+      pinning: pinningAvailable()
+        ? `taskset: redis-server on core ${redis.owned ? REDIS_CORE : '(external, not pinned)'}, every Node process (bench and workers) on core ${NODE_CORE}`
+        : 'none (taskset missing, fewer than 2 cores, or BENCH_NO_PIN=1)',
+      loadAverageAtStart: load(),
+    },
+    floors: { roundTrips: [], wake: [], cliLatency: [] },
+    runs: {},
+    unavailable: {},
+  };
+  const specs = ADAPTERS.filter((spec) => adapterIds.includes(spec.id));
+  for (const spec of specs) {
+    const reason = spec.unavailable();
+    if (reason) {
+      collected.unavailable[spec.id] = reason;
+      log(`${spec.id}: ${reason}`);
+    } else collected.runs[spec.id] = {};
+  }
+  const live = specs.filter((spec) => !collected.unavailable[spec.id]);
+  log(`Redis ${redis.version} at ${redis.url}; ${live.length} adapters x ${workloads.join(',')} x ${settings.repetitions} repetitions`);
+
+  const admin = adminClient(redis.url);
+  const runOnce = new Set<string>();
+  try {
+    for (let rep = 1; rep <= settings.repetitions; rep++) {
+      await admin.flushall();
+      await measureRoundTrips(redis, settings, collected, rep);
+      const wakeBeforeW4 = workloads.includes('w4') && live.some((spec) => spec.reference);
+      if (!wakeBeforeW4) await measureWake(redis, settings, collected, rep);
+      // Rotate the order each repetition so no adapter always runs first (or last) on a shared machine.
+      const order = live.map((_, i) => live[(i + rep - 1) % live.length]);
+      for (const spec of order) {
+        for (const workload of workloads) {
+          if (runOnce.has(`${spec.id} ${workload}`)) continue;
+          await admin.flushall(); // a killed worker must not leave a held lock to the next run
+          if (workload === 'w4' && spec.reference) await measureWake(redis, settings, collected, rep);
+          const { ms, ...outcome } = await attempt(`rep ${rep} ${spec.id} ${workload}`, () => runWorkload(redis, settings, spec, workload));
+          if (ms > REPEAT_ONLY_UNDER_MS) runOnce.add(`${spec.id} ${workload}`);
+          const runs = collected.runs[spec.id] as Record<WorkloadId, Array<Outcome<unknown>>>;
+          (runs[workload] ??= []).push(outcome as Outcome<unknown>);
+        }
+      }
+    }
+  } finally {
+    admin.disconnect();
+    await redis.stop();
+  }
+  collected.finishedAt = new Date();
+  collected.machine.loadAverageAtEnd = load();
+
+  mkdirSync(__dirname, { recursive: true });
+  writeFileSync(RAW_FILE, JSON.stringify(collected, null, 1));
+  report(collected, fullRun || process.env.BENCH_WRITE === '1');
+}
+
+/** Prints the report and, for a full run, writes RESULTS.md; exit code 2 on a safety failure. */
+function report(collected: Collected, writeResults: boolean): void {
+  const summary = summarize(collected);
+  const body = renderReport(summary);
+  process.stdout.write(`\n${body}\n`);
+  if (writeResults) {
+    const note = existsSync(CLOSING_NOTE_FILE) ? `\n${readFileSync(CLOSING_NOTE_FILE, 'utf8')}` : '';
+    writeFileSync(
+      RESULTS_FILE,
+      `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.ts); bench/README.md says what each workload does.\n\n${body}\n${note}`,
+    );
+    log(`wrote ${RESULTS_FILE}`);
+  } else log('partial or quick run: bench/RESULTS.md left as it was (BENCH_WRITE=1 to write it anyway)');
+  if (summary.safetyFailures.length) {
+    log(`SAFETY FAILURE: ${summary.safetyFailures.join('; ')}`);
+    process.exitCode = 2;
+  }
+}
+
+/** `--from <raw.json>`: the collected figures of an earlier run, dates restored. */
+function collectedFrom(file: string): Collected {
+  const raw = JSON.parse(readFileSync(file, 'utf8')) as Collected & { startedAt: string; finishedAt?: string };
+  return { ...raw, startedAt: new Date(raw.startedAt), finishedAt: raw.finishedAt ? new Date(raw.finishedAt) : undefined };
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
+

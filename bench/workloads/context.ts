@@ -1,0 +1,40 @@
+import type { LockAdapter } from '../adapters/adapter';
+import type { Job } from '../harness/messages';
+import type { ParentChannel } from '../harness/parent-channel';
+
+/** What a worker process hands the task it runs. */
+export interface WorkerContext {
+  readonly job: Job;
+  readonly parent: ParentChannel;
+  /** The adapter of `job.adapter`, connected (undefined for the floors). */
+  readonly adapter: LockAdapter | undefined;
+}
+
+export type ChildTask = (context: WorkerContext) => Promise<unknown>;
+
+export function adapterOf(context: WorkerContext): LockAdapter {
+  if (!context.adapter) throw new Error(`${context.job.task} needs an adapter`);
+  return context.adapter;
+}
+
+export const noop = async (): Promise<void> => undefined;
+
+/**
+ * Runs `fn` under `key`; after each give-up of the library, `onGiveUp()` says whether to ask again
+ * (resolves undefined when it says no).
+ */
+export async function runUntilAcquired<T>(
+  adapter: LockAdapter,
+  key: string,
+  fn: () => Promise<T>,
+  onGiveUp: () => boolean,
+): Promise<T | undefined> {
+  for (;;) {
+    try {
+      return await adapter.run(key, fn);
+    } catch (error) {
+      if (!adapter.gaveUp(error)) throw error;
+      if (!onGiveUp()) return undefined;
+    }
+  }
+}
