@@ -1,8 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import Redis from 'ioredis';
 import { pinned, REDIS_CORE } from './cpu';
-import { sleep } from './clock';
+import { freePort, waitForPing } from '../../test/support/local-redis';
 
 /** The Redis every process of one bench run talks to. */
 export interface BenchRedis {
@@ -15,17 +14,6 @@ export interface BenchRedis {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A connection the bench uses for setup and measurement; named so CLIENT LIST counts can skip it. */
 export function adminClient(url: string): Redis {
@@ -34,23 +22,6 @@ export function adminClient(url: string): Redis {
   return client;
 }
 
-async function waitForPing(url: string, child: ChildProcess | undefined): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    if (child && child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode}`);
-    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => undefined);
-    try {
-      await probe.connect();
-      if ((await probe.ping()) === 'PONG') return;
-    } catch (error) {
-      if (Date.now() > deadline) throw new Error(`Redis at ${url} did not answer: ${String(error)}`);
-    } finally {
-      probe.disconnect();
-    }
-    await sleep(50);
-  }
-}
 
 async function serverVersion(url: string): Promise<string> {
   const client = adminClient(url);
@@ -69,7 +40,7 @@ async function serverVersion(url: string): Promise<string> {
 export async function startBenchRedis(): Promise<BenchRedis> {
   const external = process.env.REDIS_URL;
   if (external) {
-    await waitForPing(external, undefined);
+    await waitForPing(external);
     const { hostname, port } = new URL(external);
     return { url: external, host: hostname, port: Number(port || 6379), owned: false, version: await serverVersion(external), stop: async () => undefined };
   }
@@ -81,7 +52,7 @@ export async function startBenchRedis(): Promise<BenchRedis> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `redis://127.0.0.1:${port}`;
   try {
-    await waitForPing(url, child);
+    await waitForPing(url, 10_000, () => (child.exitCode !== null ? `redis-server exited with code ${child.exitCode}` : undefined));
   } catch (error) {
     child.kill('SIGKILL');
     throw error;

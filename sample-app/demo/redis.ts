@@ -1,7 +1,7 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
-import Redis from 'ioredis';
+import { dockerReachable, freePort, waitForPing } from '../../test/support/local-redis';
+
+export { freePort } from '../../test/support/local-redis';
 
 /** A Redis for the demo, and how to let go of it. */
 export interface DemoRedis {
@@ -66,36 +66,5 @@ async function startContainer(): Promise<DemoRedis> {
   return { url, origin: 'redis:7-alpine container started by the demo (testcontainers)', stop: async () => void (await container.stop()) };
 }
 
-function dockerReachable(): boolean {
-  if (!process.env.DOCKER_HOST && !existsSync('/var/run/docker.sock')) return false;
-  return spawnSync('docker', ['info'], { timeout: 5_000, stdio: 'ignore' }).status === 0;
-}
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
-async function waitForPing(url: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => undefined);
-    try {
-      await probe.connect();
-      if ((await probe.ping()) === 'PONG') return;
-    } catch (error) {
-      if (Date.now() > deadline) throw new Error(`Redis at ${url} did not answer: ${String(error)}`);
-    } finally {
-      probe.disconnect();
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
+import { waitForPing as waitForUrl } from './local-redis';
 
 /**
  * One `redis-server` (or sentinel) process of a test topology, on a loopback port. Cluster and
@@ -61,21 +62,8 @@ export function removeScratch(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
 
-export async function waitForPing(port: number, deadlineMs = 10_000): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => undefined);
-    try {
-      await probe.connect();
-      if ((await probe.ping()) === 'PONG') return;
-    } catch (error) {
-      if (Date.now() > deadline) throw new Error(`redis on port ${port} did not answer: ${String(error)}`);
-    } finally {
-      probe.disconnect();
-    }
-    await new Promise((r) => setTimeout(r, 30));
-  }
+export function waitForPing(port: number, deadlineMs = 10_000): Promise<void> {
+  return waitForUrl(`redis://127.0.0.1:${port}`, deadlineMs);
 }
 
 /**

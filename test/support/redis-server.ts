@@ -1,7 +1,8 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import Redis from 'ioredis';
+import { dockerReachable, freePort, waitForPing } from './local-redis';
+
+export { freePort } from './local-redis';
 
 /** A Redis server of the test's own: a testcontainers container where Docker runs, else a local binary. */
 export interface TestRedis {
@@ -16,41 +17,8 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
-async function waitForPing(url: string, deadlineMs: number): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    try {
-      await probe.connect();
-      if ((await probe.ping()) === 'PONG') {
-        await probe.quit(); // disconnect() would leave ioredis's reconnect timer behind
-        return;
-      }
-    } catch (error) {
-      probe.disconnect();
-      if (Date.now() > deadline) throw new Error(`redis at ${url} did not answer: ${String(error)}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
-function dockerReachable(): boolean {
-  if (process.env.LOCK_TEST_REDIS === 'binary') return false;
-  if (!process.env.DOCKER_HOST && !existsSync('/var/run/docker.sock')) return false;
-  return spawnSync('docker', ['info'], { timeout: 5000, stdio: 'ignore' }).status === 0;
-}
 
 function wrap(host: string, port: number, controls: Pick<TestRedis, 'pause' | 'resume'>, shutdown: () => Promise<void>): TestRedis {
   const url = `redis://${host}:${port}`;
