@@ -31,7 +31,8 @@ export async function waitForPing(url: string, timeoutMs = 10_000, gaveUp: () =>
     try {
       await probe.connect();
       if ((await probe.ping()) === 'PONG') {
-        await probe.quit(); // disconnect() would leave ioredis's reconnect timer behind
+        // quit() lets the socket close without ioredis's disconnect timer; a sentinel refuses QUIT.
+        await probe.quit().catch(() => probe.disconnect());
         return;
       }
     } catch (error) {
