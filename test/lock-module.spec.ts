@@ -2,7 +2,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LockModule, LockService, LockShutdownError } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
-import { createLockApp, sleep, waitUntil } from './support/lock-app';
+import { createLockApp, sleep, waitersQueued, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 
 const admins = new WeakMap<TestRedis, ReturnType<TestRedis['client']>>();
@@ -107,7 +107,7 @@ describe('LockModule', () => {
         .getLock('busy-at-shutdown')
         .tryLock({ waitTime: 30_000 })
         .catch((error: unknown) => error);
-      await sleep(50);
+      await waitersQueued(app);
       await app.close();
       expect(await pending).toBeInstanceOf(LockShutdownError);
       expect(await userClient.exists('lock:{held-at-shutdown}')).toBe(0);

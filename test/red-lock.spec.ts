@@ -19,6 +19,7 @@ describeLockContract({
   redisKey: (name) => `lock:{${name}}`,
   // A generous per-master bound: the contract is about lock semantics, not a loaded CI's event loop.
   moduleOptions: (redisUrl) => ({ redlock: { clients: [redisUrl], masterTimeout: 1_000 } }),
+  waitsByRetrying: true,
 });
 
 describe('RedLock on 3 independent masters', () => {

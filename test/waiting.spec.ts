@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { LockService } from '../lib';
-import { createLockApp, sleep } from './support/lock-app';
+import { createLockApp, waitersQueued } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 
 async function evalCalls(admin: Redis): Promise<number> {
@@ -29,11 +29,12 @@ describe('waiting through pub/sub', () => {
     const order: string[] = [];
     const holder = locks.getLock('no-barging');
     await holder.lock();
-    const waiters = ['w1', 'w2'].map(async (id, i) => {
-      await sleep(20 * i);
-      await locks.run('no-barging', async () => void order.push(id), { waitTime: 10_000 });
-    });
-    await sleep(80); // both waiters are queued
+    const waitFor = (id: string) => locks.run('no-barging', async () => void order.push(id), { waitTime: 10_000 });
+    const first = waitFor('w1');
+    await waitersQueued(app, 1);
+    const second = waitFor('w2');
+    await waitersQueued(app, 2);
+    const waiters = [first, second];
     await holder.unlock();
     await locks.run('no-barging', async () => void order.push('returning'), { waitTime: 10_000 });
     await Promise.all(waiters);
@@ -56,7 +57,7 @@ describe('waiting through pub/sub', () => {
         { waitTime: 60_000 },
       ),
     );
-    await sleep(200);
+    await waitersQueued(app, 300);
     const before = await evalCalls(admin);
     await holder.unlock();
     await Promise.all(waiters);

@@ -100,6 +100,14 @@ export class UnlockSubscriber {
     return this.channels.size;
   }
 
+  /** Local callers waiting on `channel`, or on any channel when none is given. */
+  waiterCount(channel?: string): number {
+    if (channel !== undefined) return this.channels.get(channel)?.waiters.length ?? 0;
+    let count = 0;
+    for (const seats of this.channels.values()) count += seats.waiters.length;
+    return count;
+  }
+
   /** True while some local caller waits on `channel`. */
   hasWaiters(channel: string): boolean {
     return this.channels.has(channel);

@@ -1,5 +1,6 @@
 import { Test, TestingModule } from '@nestjs/testing';
 import { LockModule, LockModuleOptions } from '../../lib';
+import { LockEngine } from '../../lib/runtime/lock-engine';
 
 /** A Nest application context with LockModule, as a user would build one. */
 export async function createLockApp(options: LockModuleOptions, extraProviders: any[] = []): Promise<TestingModule> {
@@ -28,4 +29,10 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
   let resolve!: (value: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/** Resolves once `count` callers of this module wait on its subscriber (subscribed, between attempts). */
+export function waitersQueued(moduleRef: TestingModule, count = 1, channel?: string): Promise<void> {
+  const subscriber = moduleRef.get(LockEngine).subscriber;
+  return waitUntil(() => subscriber.waiterCount(channel) >= count);
 }
