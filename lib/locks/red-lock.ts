@@ -103,7 +103,7 @@ export class RedLock implements OwnedLock {
       async (client) =>
         (await scripts.forceRelease.run(client, [this.masterKey, LockKeys.channel(this.masterKey)], ['publish', WAKE_ONE])) === 1,
       this.queryTimeout(),
-      { until: 'any', evenIfDown: true },
+      { until: 'all', evenIfDown: true },
     );
     return votes.yes > 0;
   }
@@ -201,16 +201,15 @@ export class RedLock implements OwnedLock {
   }
 
   /**
-   * Releases this owner's lock on every master; resolves at the first master that released it (or
-   * once all answered or timed out). The others' releases are already on their way, ahead of
-   * anything this process sends those masters next.
+   * Releases this owner's lock on every master; resolves once every master answered or timed out
+   * (each bounded by the per-master timeout), so after `unlock()` no reachable master still has it.
    */
   private releaseEverywhere(): Promise<Votes> {
     return this.masters.ask(
       async (client) =>
         (await scripts.release.run(client, [this.masterKey, LockKeys.channel(this.masterKey)], [this.ownerId, WAKE_ONE])) === 1,
       this.queryTimeout(),
-      { until: 'any', evenIfDown: true },
+      { until: 'all', evenIfDown: true },
     );
   }
 

@@ -78,8 +78,8 @@ export class RedLockMasters {
 
   /**
    * Asks every master at once, each bounded by `timeoutMs`, and resolves as soon as the answer is
-   * known: with `until: 'majority'` once a majority said yes or no longer can, with `until: 'any'`
-   * at the first yes; otherwise when every master answered or timed out. Slower answers still
+   * known: with `until: 'majority'` once a majority said yes or no longer can; with `until: 'all'`
+   * when every master answered or timed out. Slower answers still
    * complete in the background, and each connection runs its commands in order: a late "yes" to an
    * acquisition is followed there by the release that goes to every master.
    *
@@ -90,14 +90,14 @@ export class RedLockMasters {
   ask(
     question: (client: RedisClient) => Promise<boolean>,
     timeoutMs: number,
-    { until = 'majority', evenIfDown = false }: { until?: 'majority' | 'any'; evenIfDown?: boolean } = {},
+    { until = 'majority', evenIfDown = false }: { until?: 'majority' | 'all'; evenIfDown?: boolean } = {},
   ): Promise<Votes> {
     const votes: Votes = { yes: 0, no: 0, failed: 0, firstError: undefined };
     const total = this.clients.length;
     return new Promise<Votes>((resolve) => {
       const settle = (): void => {
         const pending = total - votes.yes - votes.no - votes.failed;
-        const decided = until === 'any' ? votes.yes > 0 : votes.yes >= this.quorum || votes.yes + pending < this.quorum;
+        const decided = until === 'majority' && (votes.yes >= this.quorum || votes.yes + pending < this.quorum);
         if (decided || pending === 0) resolve({ ...votes });
       };
       for (const client of this.clients) {
