@@ -1,4 +1,7 @@
 /** Behaviour tests run against real redis-server processes started by test/support. */
+// The Lua scripts reach lib/ through a generated module: refresh it from lua/*.lua before any test loads it.
+require('./scripts/generate-lua').generate();
+
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],

@@ -1,15 +1,6 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { LUA_SOURCES } from './lua-sources.generated';
 import type { RedisClient } from './redis-client';
-
-/** `lua/` sits at the package root: two levels above `lib/redis`, three above `dist/lib/redis`. */
-function luaDirectory(): string {
-  for (const candidate of [resolve(__dirname, '../../lua'), resolve(__dirname, '../../../lua')]) {
-    if (existsSync(candidate)) return candidate;
-  }
-  throw new Error(`The library's lua/ folder was not found near ${__dirname}`);
-}
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT');
 
@@ -28,11 +19,22 @@ export class LuaScript {
 
   private static readonly cache = new Map<string, LuaScript>();
 
-  /** Loads `lua/<name>.lua` once per process. */
+  /**
+   * The script of `lua/<name>.lua`, made once per process. The sources are compiled into the
+   * library (`lua-sources.generated.ts`, generated from `lua/` by `scripts/generate-lua.js`), so
+   * nothing is read from disk: bundled apps and any working directory work.
+   */
   static named(name: string): LuaScript {
     let script = LuaScript.cache.get(name);
     if (!script) {
-      script = new LuaScript(name, readFileSync(join(luaDirectory(), `${name}.lua`), 'utf8'));
+      const source = Object.prototype.hasOwnProperty.call(LUA_SOURCES, name) ? LUA_SOURCES[name] : undefined;
+      if (source === undefined) {
+        throw new Error(
+          `No Lua script named '${name}' in the library's generated sources (lua/${name}.lua); ` +
+            'run `node scripts/generate-lua.js` after adding a script',
+        );
+      }
+      script = new LuaScript(name, source);
       LuaScript.cache.set(name, script);
     }
     return script;
