@@ -1,0 +1,451 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * Consumer test (`npm run test:consumer`): installs the package as a user would and runs it.
+ *
+ * 1. `npm pack` (prepack builds dist/), then checks the tarball: LICENSE, README, compiled Lua
+ *    sources, no `lua/` read at runtime, no install-time script, no source map without its sources.
+ * 2. Scratch apps in a temp dir, each installing the tarball next to its own peers (npm refuses a
+ *    peer range that does not match), compiled with `tsc` under `strict`, booted against a
+ *    redis-server this script starts on a free port:
+ *      - nest11-cjs:  NestJS 11, CommonJS, Express, ioredis 5
+ *      - nest12-esm:  NestJS 12, ESM ("type": "module"), Fastify, ioredis 6, plus the app's own
+ *                     catch-all exception filter (useGlobalFilters) written as the README says
+ *      - bundled:     nest11-cjs's build bundled by esbuild with every dependency inlined (Nest's
+ *                     optional modules external, as the usual recipe does), copied alone to another
+ *                     directory and started from a third one
+ *    Each: a `@DistributedLock` route answers 200; while one request holds the lock a second one
+ *    gets 423 Locked (waitTime 100 ms); another key is not blocked; after the release it answers 200.
+ *
+ * Installs use the npm cache (--prefer-offline). KEEP_CONSUMER_TMP=1 keeps the temp dir.
+ */
+const { spawn, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..', '..');
+const started = Date.now();
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nrl-consumer-'));
+const children = new Set();
+
+const log = (message) => console.log(`[consumer ${((Date.now() - started) / 1000).toFixed(1)}s] ${message}`);
+
+function fail(message) {
+  throw new Error(message);
+}
+
+/** Runs a command, resolves its output; rejects with the output when it fails. */
+function run(command, args, options = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve(output) : reject(new Error(`${command} ${args.join(' ')} (in ${options.cwd ?? root}) exited ${code}:\n${output}`)),
+    );
+  });
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(check, what, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > deadline) fail(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+async function startRedis() {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  children.add(child);
+  await waitFor(() => {
+    const out = execFileSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return out.trim() === 'PONG';
+  }, 'redis-server');
+  return { port, url: `redis://127.0.0.1:${port}` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The package
+
+async function pack() {
+  const out = await run('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: root });
+  const info = JSON.parse(out.slice(out.indexOf('[')));
+  const tarball = path.join(tmp, info[0].filename);
+  const files = info[0].files.map((f) => f.path);
+  const has = (p) => files.includes(p);
+  for (const required of ['package.json', 'LICENSE', 'README.md', 'CHANGELOG.md', 'dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/lib/redis/lua-sources.generated.js']) {
+    if (!has(required)) fail(`the tarball lacks ${required}`);
+  }
+  const strays = files.filter((f) => !f.startsWith('dist/lib/') && !['package.json', 'LICENSE', 'README.md', 'CHANGELOG.md'].includes(f));
+  if (strays.length) fail(`unexpected files in the tarball: ${strays.join(', ')}`);
+  const pkgDir = path.join(tmp, 'unpacked');
+  fs.mkdirSync(pkgDir);
+  execFileSync('tar', ['-xzf', tarball, '-C', pkgDir]);
+  const pkg = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package', 'package.json'), 'utf8'));
+  for (const hook of ['preinstall', 'install', 'postinstall', 'prepare']) {
+    if (pkg.scripts && pkg.scripts[hook]) fail(`the package has an install-time script: ${hook}`);
+  }
+  for (const field of ['repository', 'homepage', 'bugs', 'keywords', 'license', 'engines', 'peerDependencies']) {
+    if (!pkg[field]) fail(`package.json lacks ${field}`);
+  }
+  // Every source map ships the text of the sources it names (or there are no maps at all).
+  for (const map of files.filter((f) => f.endsWith('.map'))) {
+    const json = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package', map), 'utf8'));
+    const contents = json.sourcesContent ?? [];
+    if (contents.length !== json.sources.length || contents.some((c) => typeof c !== 'string')) {
+      fail(`${map} names sources it does not carry`);
+    }
+  }
+  const js = files.filter((f) => f.endsWith('.js')).map((f) => fs.readFileSync(path.join(pkgDir, 'package', f), 'utf8'));
+  if (js.some((text) => /['"`]\.\.\/[^'"`]*lua['"`/]/.test(text) || /readFileSync\([^)]*\.lua/.test(text))) {
+    fail('the compiled library still reads lua/ from disk');
+  }
+  log(`packed ${path.basename(tarball)} (${files.length} files)`);
+  return tarball;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scratch apps
+
+/** The app's source; `esm` adds the .js extensions Node's ESM resolution wants. */
+function appSource({ platform, esm, ownFilter }) {
+  const ext = esm ? '.js' : '';
+  const files = {};
+  files['src/work.controller.ts'] = `import { Controller, Get, Param, Query } from '@nestjs/common';
+import { DistributedLock, LockService } from 'nestjs-redis-locks';
+
+export interface WorkResult {
+  id: string;
+  held: number;
+  locked: boolean;
+}
+
+@Controller('work')
+export class WorkController {
+  constructor(private readonly locks: LockService) {}
+
+  @Get(':id')
+  @DistributedLock('work:#id', { waitTime: 100 })
+  async work(@Param('id') id: string, @Query('hold') hold?: string): Promise<WorkResult> {
+    const held = Number(hold ?? 0);
+    await new Promise<void>((resolve) => setTimeout(resolve, held));
+    const locked: boolean = await this.locks.getLock('work:' + id).isLocked();
+    return { id, held, locked };
+  }
+}
+`;
+  files['src/app.module.ts'] = `import { Module } from '@nestjs/common';
+import { LockModule } from 'nestjs-redis-locks';
+import { WorkController } from './work.controller${ext}';
+
+@Module({
+  imports: [LockModule.forRoot({ redis: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', keyPrefix: 'consumer:' })],
+  controllers: [WorkController],
+})
+export class AppModule {}
+`;
+  if (ownFilter) {
+    // The README's recipe: an app-wide catch-all filter that keeps the library's 423/503 answers.
+    files['src/all-exceptions.filter.ts'] = `import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { LockError } from 'nestjs-redis-locks';
+
+@Catch()
+export class AllExceptionsFilter implements ExceptionFilter {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const { httpAdapter } = this.adapterHost;
+    const response: unknown = host.switchToHttp().getResponse();
+    // LockTimeoutError carries statusCode 423, LockUnavailableError 503: keep them.
+    if (exception instanceof LockError && 'statusCode' in exception && typeof exception.statusCode === 'number') {
+      const { statusCode } = exception;
+      if (statusCode === 503) httpAdapter.setHeader(response, 'Retry-After', '3');
+      const lockName = 'lockName' in exception ? exception.lockName : undefined;
+      httpAdapter.reply(response, { statusCode, message: exception.message, lockName, handledBy: 'app' }, statusCode);
+      return;
+    }
+    const status = exception instanceof HttpException ? exception.getStatus() : HttpStatus.INTERNAL_SERVER_ERROR;
+    httpAdapter.reply(response, { statusCode: status, message: 'app catch-all', handledBy: 'app' }, status);
+  }
+}
+`;
+  }
+  const imports = [`import 'reflect-metadata';`, `import { NestFactory${ownFilter ? ', HttpAdapterHost' : ''} } from '@nestjs/core';`];
+  if (platform === 'fastify') imports.push(`import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';`);
+  imports.push(`import { AppModule } from './app.module${ext}';`);
+  if (ownFilter) imports.push(`import { AllExceptionsFilter } from './all-exceptions.filter${ext}';`);
+  const create =
+    platform === 'fastify'
+      ? `await NestFactory.create<NestFastifyApplication>(AppModule, new FastifyAdapter(), { logger: ['error', 'warn'] })`
+      : `await NestFactory.create(AppModule, { logger: ['error', 'warn'] })`;
+  files['src/main.ts'] = `${imports.join('\n')}
+
+async function bootstrap(): Promise<void> {
+  const app = ${create};
+  ${ownFilter ? 'app.useGlobalFilters(new AllExceptionsFilter(app.get(HttpAdapterHost)));' : ''}
+  app.enableShutdownHooks();
+  await app.listen(Number(process.env.PORT), '127.0.0.1');
+  console.log('consumer app listening');
+}
+
+void bootstrap();
+`;
+  return files;
+}
+
+const APPS = [
+  {
+    name: 'nest11-cjs',
+    label: 'NestJS 11, CommonJS, Express, ioredis 5',
+    platform: 'express',
+    esm: false,
+    ownFilter: false,
+    deps: {
+      '@nestjs/common': '^11',
+      '@nestjs/core': '^11',
+      '@nestjs/platform-express': '^11',
+      ioredis: '^5',
+      'reflect-metadata': '^0.2',
+      rxjs: '^7',
+    },
+    devDeps: { typescript: '5.9.3', '@types/node': '^20', esbuild: '^0.28' },
+  },
+  {
+    name: 'nest12-esm',
+    label: 'NestJS 12, ESM, Fastify, ioredis 6, own catch-all filter',
+    platform: 'fastify',
+    esm: true,
+    ownFilter: true,
+    deps: {
+      '@nestjs/common': '^12',
+      '@nestjs/core': '^12',
+      '@nestjs/platform-fastify': '^12',
+      ioredis: '^6',
+      'reflect-metadata': '^0.2',
+      rxjs: '^7',
+    },
+    devDeps: { typescript: '5.9.3', '@types/node': '^20' },
+  },
+];
+
+function tsconfig(esm) {
+  return {
+    compilerOptions: {
+      target: 'ES2022',
+      module: esm ? 'nodenext' : 'commonjs',
+      moduleResolution: esm ? 'nodenext' : 'node',
+      strict: true,
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
+      esModuleInterop: true,
+      skipLibCheck: true,
+      outDir: 'dist',
+      rootDir: 'src',
+      types: ['node'],
+    },
+    include: ['src'],
+  };
+}
+
+async function buildApp(app, tarball) {
+  const dir = path.join(tmp, app.name);
+  fs.mkdirSync(path.join(dir, 'src'), { recursive: true });
+  const pkg = {
+    name: `consumer-${app.name}`,
+    private: true,
+    version: '0.0.0',
+    ...(app.esm ? { type: 'module' } : {}),
+    dependencies: { ...app.deps, 'nestjs-redis-locks': `file:${tarball}` },
+    devDependencies: app.devDeps,
+  };
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify(pkg, null, 2));
+  fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify(tsconfig(app.esm), null, 2));
+  for (const [file, text] of Object.entries(appSource(app))) fs.writeFileSync(path.join(dir, file), text);
+  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir });
+  const versions = ['@nestjs/core', 'ioredis', 'typescript'].map((name) => {
+    const version = JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', name, 'package.json'), 'utf8')).version;
+    return `${name}@${version}`;
+  });
+  await run(path.join(dir, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], { cwd: dir });
+  log(`${app.name} (${app.label}): installed and compiled under strict [${versions.join(', ')}]`);
+  return dir;
+}
+
+/** Bundles nest11-cjs's build with every dependency inlined; copies it alone to a new directory. */
+async function bundle(appDir) {
+  const outDir = path.join(tmp, 'bundled', 'app');
+  fs.mkdirSync(outDir, { recursive: true });
+  // Nest requires these lazily and only when used (microservices, websockets, validation pipes).
+  const optional = [
+    '@nestjs/microservices',
+    '@nestjs/microservices/microservices-module',
+    '@nestjs/websockets',
+    '@nestjs/websockets/socket-module',
+    'class-transformer',
+    'class-transformer/storage',
+    'class-validator',
+    '@fastify/static',
+    '@fastify/view',
+  ];
+  await run(
+    path.join(appDir, 'node_modules', '.bin', 'esbuild'),
+    [
+      'dist/main.js',
+      '--bundle',
+      '--platform=node',
+      '--target=node20',
+      '--format=cjs',
+      '--log-level=error',
+      `--outfile=${path.join(outDir, 'main.js')}`,
+      ...optional.map((name) => `--external:${name}`),
+    ],
+    { cwd: appDir },
+  );
+  const text = fs.readFileSync(path.join(outDir, 'main.js'), 'utf8');
+  if (!text.includes('reentrant-acquire')) fail('the bundle does not carry the Lua scripts');
+  const entries = fs.readdirSync(outDir);
+  if (entries.join() !== 'main.js') fail(`the bundle directory holds more than main.js: ${entries.join(', ')}`);
+  log(`bundled: ${(text.length / 1024 / 1024).toFixed(1)} MB, one file`);
+  return path.join(outDir, 'main.js');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Booting and checking an app
+
+async function boot(name, command, args, cwd, redisUrl) {
+  const port = await freePort();
+  const child = spawn(command, args, {
+    cwd,
+    env: { ...process.env, PORT: String(port), REDIS_URL: redisUrl, NODE_PATH: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let output = '';
+  child.stdout.on('data', (c) => (output += c));
+  child.stderr.on('data', (c) => (output += c));
+  const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    await Promise.race([
+      waitFor(() => output.includes('consumer app listening'), `${name} to listen`),
+      exited.then((code) => fail(`exited with ${code}`)),
+    ]);
+  } catch (error) {
+    child.kill('SIGKILL');
+    fail(`${name} did not start: ${error.message}\n${output}`);
+  }
+  return {
+    base: `http://127.0.0.1:${port}`,
+    output: () => output,
+    async stop() {
+      child.kill('SIGTERM');
+      const code = await Promise.race([exited, sleep(5000).then(() => 'timeout')]);
+      if (code === 'timeout') child.kill('SIGKILL');
+      children.delete(child);
+    },
+  };
+}
+
+async function get(base, url) {
+  const response = await fetch(base + url);
+  const text = await response.text();
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: response.status, body };
+}
+
+function expectEqual(actual, expected, what) {
+  if (actual !== expected) fail(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+}
+
+async function check(name, app, { ownFilter }) {
+  const free = await get(app.base, '/work/a');
+  expectEqual(free.status, 200, `${name} GET /work/a`);
+  expectEqual(free.body.id, 'a', `${name} body.id`);
+  expectEqual(free.body.locked, true, `${name} lock held inside the route`);
+
+  const holding = get(app.base, '/work/b?hold=1500');
+  await sleep(400);
+  const [contended, otherKey] = await Promise.all([get(app.base, '/work/b'), get(app.base, '/work/c')]);
+  expectEqual(contended.status, 423, `${name} GET /work/b while held`);
+  expectEqual(contended.body.statusCode, 423, `${name} 423 body.statusCode`);
+  expectEqual(String(contended.body.lockName), 'work:b', `${name} 423 body.lockName`);
+  if (ownFilter) expectEqual(contended.body.handledBy, 'app', `${name} answered by the app's own filter`);
+  expectEqual(otherKey.status, 200, `${name} GET /work/c (another key) while b is held`);
+  const held = await holding;
+  expectEqual(held.status, 200, `${name} the holder's answer`);
+  const after = await get(app.base, '/work/b');
+  expectEqual(after.status, 200, `${name} GET /work/b after release`);
+  log(`${name}: 200 when free, 423 under contention, other keys unaffected, 200 after release`);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  log(`temp dir ${tmp}`);
+  const [tarball, redis] = await Promise.all([pack(), startRedis()]);
+  const dirs = await Promise.all(APPS.map((app) => buildApp(app, tarball)));
+  const bundlePath = await bundle(dirs[0]);
+
+  for (const [index, app] of APPS.entries()) {
+    const main = path.join(dirs[index], 'dist', 'main.js');
+    const running = await boot(app.name, process.execPath, [main], dirs[index], redis.url);
+    try {
+      await check(app.name, running, app);
+    } finally {
+      await running.stop();
+    }
+  }
+
+  // The bundle, started from a directory that is neither its own nor an app's.
+  const elsewhere = path.join(tmp, 'elsewhere');
+  fs.mkdirSync(elsewhere);
+  const running = await boot('bundled', process.execPath, [bundlePath], elsewhere, redis.url);
+  try {
+    await check('bundled', running, { ownFilter: false });
+  } finally {
+    await running.stop();
+  }
+  log(`passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+main()
+  .catch((error) => {
+    console.error(`[consumer] FAILED: ${error.stack ?? error}`);
+    process.exitCode = 1;
+  })
+  .finally(() => {
+    for (const child of children) child.kill('SIGKILL');
+    if (!process.env.KEEP_CONSUMER_TMP) fs.rmSync(tmp, { recursive: true, force: true });
+    else console.log(`[consumer] kept ${tmp}`);
+  });
