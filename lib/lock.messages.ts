@@ -42,9 +42,20 @@ export const INVALID_TIME = (what: string, value: unknown): string =>
 export const KEY_TEMPLATE_SYNTAX = (template: string, position: number, problem: string): string =>
   `Key template ${show(template)} is invalid at position ${position}: ${problem}`;
 
-export const KEY_TEMPLATE_UNKNOWN_PARAMETER = (method: string, template: string, name: string, known: string): string =>
+/** Said when a method's parameter names look renamed by a minifier (every name one or two characters). */
+const MINIFIED_HINT =
+  '. These names look minified: a minifier renames parameters, so name them by position instead ' +
+  '(#0, #1.field, which survive minification) or a key function, or build without mangling names';
+
+export const KEY_TEMPLATE_UNKNOWN_PARAMETER = (
+  method: string,
+  template: string,
+  name: string,
+  known: string,
+  looksMinified = false,
+): string =>
   `@DistributedLock on ${method}: key template ${show(template)} names parameter "${name}", ` +
-  `which ${method} does not have (its parameters: ${known})`;
+  `which ${method} does not have (its parameters: ${known})${looksMinified ? MINIFIED_HINT : ''}`;
 
 export const KEY_TEMPLATE_UNKNOWN_POSITION = (method: string, template: string, placeholder: string, count: number): string =>
   `@DistributedLock on ${method}: key template ${show(template)} uses ${placeholder}, ` +
@@ -52,7 +63,9 @@ export const KEY_TEMPLATE_UNKNOWN_POSITION = (method: string, template: string, 
 
 export const KEY_TEMPLATE_NAMES_UNREADABLE = (method: string, template: string, name: string): string =>
   `@DistributedLock on ${method}: key template ${show(template)} names parameter "${name}", ` +
-  `but the parameter names of ${method} cannot be read from its source; use a position (#0) or a key function`;
+  `but the parameter names of ${method} cannot be read from its source (a native or bound function, or code ` +
+  'rewritten by a minifier or bundler); name parameters by position instead (#0, #1.field, which survive ' +
+  'minification) or use a key function';
 
 export const KEY_TEMPLATE_BAD_VALUE = (method: string, template: string, placeholder: string, problem: string): string =>
   `Lock key for ${method} not built: ${placeholder} in ${show(template)} is ${problem}; ` +

@@ -157,8 +157,20 @@ describe('compileKeyTemplate', () => {
     expect(() => compileKeyTemplate('#2', params, 'Orders.destructured')).toThrow(/uses #2.*declares 2 parameters/);
   });
 
+  it('hints at minification and at positions when the parameter names look minified', () => {
+    // What a minifier makes of `async pay(id, dto)`.
+    const minified = { async n(e: unknown, t: unknown) { return [e, t]; } };
+    const params = declaredParameters(minified.n);
+    expect(() => compileKeyTemplate('order:#id', params, 'r.n')).toThrow(
+      /names parameter "id".*\(its parameters: e, t\)\. These names look minified.*#0, #1\.field/,
+    );
+    expect(compileKeyTemplate('order:#0', params, 'r.n')(['o-1', {}])).toBe('order:o-1');
+    // Real short names are not called minified.
+    expect(() => compile('order:#orderId')).not.toThrow(/minified/);
+  });
+
   it('needs readable names for a named placeholder, but positions work without them', () => {
-    expect(() => compileKeyTemplate('#id', undefined, 'X.y')).toThrow(/cannot be read/);
+    expect(() => compileKeyTemplate('#id', undefined, 'X.y')).toThrow(/cannot be read.*minifier.*#0/);
     expect(compileKeyTemplate('#1', undefined, 'X.y')(['a', 'b'])).toBe('b');
   });
 

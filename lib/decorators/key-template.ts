@@ -155,7 +155,10 @@ function argumentReader(
   }
   if (!parameters) throw new KeyTemplateError(KEY_TEMPLATE_NAMES_UNREADABLE(method, template, root));
   const known = parameters.map((parameter, i) => (parameter.name ? `${parameter.rest ? '...' : ''}${parameter.name}` : `#${i} (destructured)`));
-  throw new KeyTemplateError(KEY_TEMPLATE_UNKNOWN_PARAMETER(method, template, root, known.join(', ') || 'none'));
+  const names = parameters.flatMap((parameter) => (parameter.name ? [parameter.name] : []));
+  // Minifiers rename parameters to one or two characters (`e`, `t`, `n`...): say so, and what survives.
+  const looksMinified = names.length > 0 && names.every((name) => name.length <= 2);
+  throw new KeyTemplateError(KEY_TEMPLATE_UNKNOWN_PARAMETER(method, template, root, known.join(', ') || 'none', looksMinified));
 }
 
 function describeStep(step: PathStep): string {
