@@ -55,6 +55,28 @@ export class LockUpgradeError extends LockError {
   }
 }
 
+/**
+ * Redis could not be asked: unreachable, not answering within `commandTimeout`, or answering with an
+ * error (READONLY, LOADING, CLUSTERDOWN, OOM, ...). Not contention: `cause` holds the Redis error.
+ * `statusCode` 503 lets Nest's HTTP layer answer 503 even without the library's exception filter.
+ */
+export class LockUnavailableError extends LockError {
+  readonly statusCode = 503;
+  constructor(
+    readonly lockName: string | readonly string[],
+    cause: unknown,
+    /** Whole seconds after which a retry makes sense (the HTTP filter's `Retry-After`). */
+    readonly retryAfter = 1,
+  ) {
+    super(`Lock ${describe(lockName)} is unavailable: Redis ${causeText(cause)}`, { cause });
+  }
+}
+
+function causeText(cause: unknown): string {
+  const message = cause instanceof Error ? cause.message : String(cause);
+  return message.startsWith('no answer') ? `gave ${message}` : `failed: ${message}`;
+}
+
 /** A wait interrupted because the LockModule is shutting down. */
 export class LockShutdownError extends LockError {
   constructor(readonly lockName?: string) {

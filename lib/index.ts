@@ -8,7 +8,8 @@ export type { ReadWriteLock } from './locks/read-write-lock';
 export type { Lock, LockOptions, TryLockOptions, RunOptions, LockRunContext } from './locks/lock';
 export { DistributedLock, FairLock, ReadLock, WriteLock } from './decorators/distributed-lock.decorator';
 export type { DistributedLockOptions, LockKey, LockMode, ModeLockOptions } from './decorators/distributed-lock.options';
-export type { LockedResponseBody } from './http/lock-timeout.filter';
+export { LockErrorFilter, lockErrorResponse } from './http/lock-error.filter';
+export type { LockedResponseBody, LockUnavailableResponseBody } from './http/lock-error.filter';
 export {
   LockError,
   LockTimeoutError,
@@ -17,4 +18,5 @@ export {
   KeyTemplateError,
   LockUpgradeError,
   LockShutdownError,
+  LockUnavailableError,
 } from './errors';

@@ -2,6 +2,9 @@
 
 const show = (value: unknown): string => {
   if (typeof value === 'string') return JSON.stringify(value);
+  // JSON.stringify turns these into null, which hides the mistake.
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
+  if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
   try {
     return JSON.stringify(value) ?? String(value);
@@ -121,8 +124,6 @@ export const REDLOCK_NOT_CONFIGURED = (name: string): string =>
 export const REDLOCK_NO_MAJORITY = (name: string, confirmed: number, masters: number, quorum: number): string =>
   `RedLock "${name}": ${confirmed} of ${masters} masters confirmed, ${quorum} needed`;
 
-export const REDLOCK_MASTER_SILENT = (timeoutMs: number): string => `no answer within ${timeoutMs} ms`;
-
 export const REPLICAS_NOT_SYNCED = (name: string, confirmed: number, wanted: number, timeoutMs: number): string =>
   `Lock "${name}" was acquired but only ${confirmed} of ${wanted} replicas confirmed it within ${timeoutMs} ms ` +
   '(syncReplicas); it was released again';
@@ -133,3 +134,11 @@ export const REDLOCK_CONNECTION_FAILED = (index: number, error: unknown): string
 export const WAIT_NO_REPLY = 'WAIT (syncReplicas) got no reply';
 
 export const REDLOCK_MASTER_UNREACHABLE = (status: string): string => `not connected (${status})`;
+
+// --- Redis faults ---
+
+export const NO_ANSWER = (timeoutMs: number): string => `no answer within ${timeoutMs} ms`;
+
+export const CONNECTION_FAILED = (address: string, cause: string): string =>
+  `Redis connection to ${address} failed (${cause}); the application starts anyway, and locks answer ` +
+  'LockUnavailableError until Redis is reachable';

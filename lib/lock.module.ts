@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
 import { LockExplorer } from './decorators/lock-explorer';
-import { LockTimeoutFilter } from './http/lock-timeout.filter';
+import { LockErrorFilter } from './http/lock-error.filter';
 import { LOCK_MODULE_OPTIONS, ConfigurableLockModule, RESOLVED_LOCK_OPTIONS } from './lock.module-definition';
 import { LockModuleOptions, resolveLockOptions, ResolvedLockOptions } from './lock.options';
 import { LockService } from './lock.service';
@@ -30,7 +30,7 @@ import { LockEngine } from './runtime/lock-engine';
     FairLockService,
     ReadWriteLockService,
     LockExplorer,
-    { provide: APP_FILTER, useClass: LockTimeoutFilter },
+    { provide: APP_FILTER, useClass: LockErrorFilter },
   ],
   exports: [LockService, FairLockService, ReadWriteLockService],
 })

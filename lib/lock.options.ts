@@ -38,6 +38,12 @@ export interface LockModuleOptions {
   syncReplicas?: number;
   /** Upper bound of the `WAIT` of `syncReplicas`, in ms. Default 1000. */
   syncReplicasTimeout?: number;
+  /**
+   * The longest the library waits for any one answer from Redis, in ms. Default 3000. An
+   * acquisition settles by its `waitTime` plus at most this; `unlock`, `forceUnlock`, the state
+   * queries and shutdown by this. Enforced by the library itself, whatever the client's settings.
+   */
+  commandTimeout?: number;
   /** Register the module globally. */
   isGlobal?: boolean;
 }
@@ -51,6 +57,7 @@ export interface ResolvedLockOptions {
   readonly redlock: RedLockOptions | undefined;
   readonly syncReplicas: number;
   readonly syncReplicasTimeout: number;
+  readonly commandTimeout: number;
 }
 
 export const LOCK_OPTION_DEFAULTS = {
@@ -61,6 +68,7 @@ export const LOCK_OPTION_DEFAULTS = {
   fairLockWaiterTimeout: 5_000,
   syncReplicas: 0,
   syncReplicasTimeout: 1_000,
+  commandTimeout: 3_000,
 } as const;
 
 const KNOWN_OPTIONS = [
@@ -72,6 +80,7 @@ const KNOWN_OPTIONS = [
   'redlock',
   'syncReplicas',
   'syncReplicasTimeout',
+  'commandTimeout',
   'isGlobal',
 ] as const;
 
@@ -160,5 +169,6 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     redlock,
     syncReplicas: checkCount('syncReplicas', pick('syncReplicas')),
     syncReplicasTimeout: checkMs('syncReplicasTimeout', pick('syncReplicasTimeout'), 1),
+    commandTimeout: checkMs('commandTimeout', pick('commandTimeout'), 1),
   };
 }

@@ -4,26 +4,31 @@
 -- KEYS[2]  waiting line: list of owner ids, first come first
 -- KEYS[3]  waiter deadlines: sorted set owner id -> deadline in ms on the server clock; a waiter that
 --          stops refreshing its deadline (it crashed) is dropped once the deadline passes
+-- KEYS[4]  fence: the last fencing token handed out for this name (see reentrant-acquire.lua)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
 -- ARGV[3]  request id: a resent acquire finds its own id applied and does not raise the hold count twice
 -- ARGV[4]  waiter timeout in ms: a waiter's deadline is now + this, refreshed by each of its attempts
 -- ARGV[5]  '1' to join (or keep a place in) the line when not granted; '0' for a single attempt that never joins
--- Returns  nil when acquired or re-entered; otherwise how long the caller may wait before retrying, in ms
+-- ARGV[6]  how long the fence key outlives its last use, in ms
+-- Returns  {token} when acquired or re-entered (a re-entry keeps the hold's token); otherwise how long the caller may wait before retrying, in ms
 --          (the lock's TTL, or the head waiter's deadline when the lock is free but others are ahead)
 local lockKey = KEYS[1]
 local lineKey = KEYS[2]
 local deadlinesKey = KEYS[3]
+local fenceKey = KEYS[4]
 local leaseMs = tonumber(ARGV[1])
 local ownerId = ARGV[2]
 local requestId = ARGV[3]
 local waiterTimeoutMs = tonumber(ARGV[4])
 local joinLine = ARGV[5] == '1'
+local fenceMemoryMs = ARGV[6]
 local requestField = ownerId .. ':rq'
 
 -- The server's clock, never the clients': skewed clients cannot reorder or evict anyone.
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local nowMicros = tonumber(time[1]) * 1000000 + tonumber(time[2])
 
 -- Every waiter whose deadline passed leaves the line, wherever it stands.
 local expired = redis.call('zrangebyscore', deadlinesKey, '-inf', now)
@@ -52,7 +57,7 @@ if redis.call('hexists', lockKey, ownerId) == 1 then
   end
   redis.call('pexpire', lockKey, leaseMs)
   if lineChanged then rearmLine() end
-  return nil
+  return { tonumber(redis.call('hget', lockKey, 'fence')) or 0 }
 end
 
 if redis.call('exists', lockKey) == 0 then
@@ -63,10 +68,14 @@ if redis.call('exists', lockKey) == 0 then
       redis.call('zrem', deadlinesKey, ownerId)
       lineChanged = true
     end
-    redis.call('hset', lockKey, ownerId, 1, requestField, requestId)
+    -- max(last + 1, server time in microseconds), as reentrant-acquire.lua
+    local token = math.max(nowMicros, (tonumber(redis.call('get', fenceKey)) or 0) + 1)
+    local tokenText = string.format('%.0f', token)
+    redis.call('set', fenceKey, tokenText, 'px', fenceMemoryMs)
+    redis.call('hset', lockKey, ownerId, 1, requestField, requestId, 'fence', tokenText)
     redis.call('pexpire', lockKey, leaseMs)
     if lineChanged then rearmLine() end
-    return nil
+    return { token }
   end
 end
 

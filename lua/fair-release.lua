@@ -11,7 +11,10 @@
 -- ARGV[5]  prefix of a waiter's own channel (the waiter's owner id follows it)
 -- ARGV[6]  the lock's shared channel, for plain-lock waiters when nobody is in line
 -- ARGV[7]  unlock message
--- Returns  nil when the owner does not hold the lock, 0 when holds remain, 1 when released
+-- ARGV[8]  '' for a plain release; an acquire request id to release only the hold that request
+--          granted (see reentrant-release.lua)
+-- Returns  nil when the owner does not hold the lock (or that request granted nothing),
+--          0 when holds remain, 1 when released
 local lockKey = KEYS[1]
 local lineKey = KEYS[2]
 local deadlinesKey = KEYS[3]
@@ -23,6 +26,7 @@ local publishCommand = ARGV[4]
 local waiterChannelPrefix = ARGV[5]
 local sharedChannel = ARGV[6]
 local unlockMessage = ARGV[7]
+local grantedBy = ARGV[8]
 
 local recorded = redis.call('get', recordKey)
 if recorded then
@@ -31,6 +35,12 @@ end
 
 if redis.call('hexists', lockKey, ownerId) == 0 then
   return nil
+end
+if grantedBy ~= '' then
+  if redis.call('hget', lockKey, ownerId .. ':rq') ~= grantedBy then
+    return nil
+  end
+  redis.call('hdel', lockKey, ownerId .. ':rq')
 end
 
 local outcome

@@ -1,18 +1,34 @@
 -- Take, or re-arm, a RedLock on one of its masters. The hold count stays 1 on every master:
 -- re-entry is counted by the owning process, so a repeated or resent attempt never stacks holds
 -- that a single release would not remove.
--- KEYS[1]  lock hash, the reentrant layout (field <owner id> = 1; the key's TTL is the lease), so a
---          RedLock and a plain lock of the same name on one server exclude each other
+-- KEYS[1]  lock hash, the reentrant layout (field <owner id> = 1, field fence = this master's token
+--          for the hold; the key's TTL is the lease), so a RedLock and a plain lock of the same name
+--          on one server exclude each other
+-- KEYS[2]  fence: the last fencing token handed out for this name on this master
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
--- Returns  nil when taken or re-armed, otherwise the lock's remaining TTL in ms
+-- ARGV[3]  how long the fence key outlives its last use, in ms
+-- Returns  {token} when taken or re-armed (a re-arm keeps the hold's token), otherwise the lock's
+--          remaining TTL in ms. The RedLock's token is the largest of the granting masters', raised
+--          on them afterwards by redlock-fence.lua
 local lockKey = KEYS[1]
+local fenceKey = KEYS[2]
 local leaseMs = ARGV[1]
 local ownerId = ARGV[2]
+local fenceMemoryMs = ARGV[3]
 
-if redis.call('exists', lockKey) == 0 or redis.call('hexists', lockKey, ownerId) == 1 then
-  redis.call('hset', lockKey, ownerId, 1)
+if redis.call('hexists', lockKey, ownerId) == 1 then
   redis.call('pexpire', lockKey, leaseMs)
-  return nil
+  return { tonumber(redis.call('hget', lockKey, 'fence')) or 0 }
+end
+if redis.call('exists', lockKey) == 0 then
+  -- max(last + 1, server time in microseconds), as reentrant-acquire.lua
+  local time = redis.call('time')
+  local token = math.max(tonumber(time[1]) * 1000000 + tonumber(time[2]), (tonumber(redis.call('get', fenceKey)) or 0) + 1)
+  local tokenText = string.format('%.0f', token)
+  redis.call('set', fenceKey, tokenText, 'px', fenceMemoryMs)
+  redis.call('hset', lockKey, ownerId, 1, 'fence', tokenText)
+  redis.call('pexpire', lockKey, leaseMs)
+  return { token }
 end
 return redis.call('pttl', lockKey)

@@ -1,21 +1,33 @@
 -- Acquire or re-enter the reentrant lock (also the exclusive core of the fair lock's hash).
--- KEYS[1]  lock hash: field <owner id> = hold count, field <owner id>:rq = last applied request id;
---          the key's TTL is the lease
+-- KEYS[1]  lock hash: field <owner id> = hold count, field <owner id>:rq = last applied request id,
+--          field fence = the hold's fencing token; the key's TTL is the lease
+-- KEYS[2]  fence: the last fencing token handed out for this name, kept ARGV[4] ms after its last use
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
 -- ARGV[3]  request id: a resent acquire (ioredis replays unanswered commands after a reconnect)
 --          finds its own id already applied and does not raise the hold count twice
--- Returns  nil when acquired or re-entered, otherwise the lock's remaining TTL in ms
+-- ARGV[4]  how long the fence key outlives its last use, in ms
+-- Returns  {token} when acquired or re-entered (a re-entry keeps the hold's token), otherwise the
+--          lock's remaining TTL in ms
 local lockKey = KEYS[1]
+local fenceKey = KEYS[2]
 local leaseMs = ARGV[1]
 local ownerId = ARGV[2]
 local requestId = ARGV[3]
+local fenceMemoryMs = ARGV[4]
 local requestField = ownerId .. ':rq'
 
 if redis.call('exists', lockKey) == 0 then
-  redis.call('hset', lockKey, ownerId, 1, requestField, requestId)
+  -- The token is max(last + 1, server time in microseconds): it grows across idle periods without a
+  -- key kept forever, and the fence key covers a clock that steps back (failover, NTP).
+  local time = redis.call('time')
+  local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  local token = math.max(now, (tonumber(redis.call('get', fenceKey)) or 0) + 1)
+  local tokenText = string.format('%.0f', token)
+  redis.call('set', fenceKey, tokenText, 'px', fenceMemoryMs)
+  redis.call('hset', lockKey, ownerId, 1, requestField, requestId, 'fence', tokenText)
   redis.call('pexpire', lockKey, leaseMs)
-  return nil
+  return { token }
 end
 
 if redis.call('hexists', lockKey, ownerId) == 1 then
@@ -24,7 +36,7 @@ if redis.call('hexists', lockKey, ownerId) == 1 then
     redis.call('hset', lockKey, requestField, requestId)
   end
   redis.call('pexpire', lockKey, leaseMs)
-  return nil
+  return { tonumber(redis.call('hget', lockKey, 'fence')) or 0 }
 end
 
 return redis.call('pttl', lockKey)

@@ -8,7 +8,10 @@
 -- ARGV[3]  how long to keep the release record, in ms
 -- ARGV[4]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[5]  unlock message
--- Returns  nil when the owner does not hold the lock, 0 when holds remain, 1 when released
+-- ARGV[6]  '' for a plain release; an acquire request id to release only the hold that request
+--          granted (an acquisition abandoned while its reply was unknown: no phantom hold remains)
+-- Returns  nil when the owner does not hold the lock (or that request granted nothing),
+--          0 when holds remain, 1 when released
 local lockKey = KEYS[1]
 local channel = KEYS[2]
 local recordKey = KEYS[3]
@@ -17,6 +20,7 @@ local ownerId = ARGV[2]
 local recordTtlMs = ARGV[3]
 local publishCommand = ARGV[4]
 local unlockMessage = ARGV[5]
+local grantedBy = ARGV[6]
 
 local recorded = redis.call('get', recordKey)
 if recorded then
@@ -25,6 +29,12 @@ end
 
 if redis.call('hexists', lockKey, ownerId) == 0 then
   return nil
+end
+if grantedBy ~= '' then
+  if redis.call('hget', lockKey, ownerId .. ':rq') ~= grantedBy then
+    return nil
+  end
+  redis.call('hdel', lockKey, ownerId .. ':rq')
 end
 
 local outcome

@@ -9,6 +9,8 @@
 -- ARGV[2]  how long to keep the release record, in ms
 -- ARGV[3]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[4]  unlock message that wakes one waiter
+-- ARGV[5]  '' for a plain release; an acquire request id to release only the hold that request
+--          granted (see reentrant-release.lua)
 -- Returns  nil when the owner holds no read lock (and no write lock); -1 when it holds no read lock
 --          but holds the write lock; 0 when the owner still holds something; 1 when it holds nothing more
 local rwKey = KEYS[1]
@@ -19,6 +21,7 @@ local ownerId = ARGV[1]
 local recordTtlMs = ARGV[2]
 local publishCommand = ARGV[3]
 local wakeOneMessage = ARGV[4]
+local grantedBy = ARGV[5]
 local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
 local HOLDS_OTHER_MODE = -1
@@ -26,6 +29,12 @@ local HOLDS_OTHER_MODE = -1
 local recorded = redis.call('get', recordKey)
 if recorded then
   return tonumber(recorded)
+end
+if grantedBy ~= '' then
+  if redis.call('hget', rwKey, requestField) ~= grantedBy then
+    return nil
+  end
+  redis.call('hdel', rwKey, requestField)
 end
 
 local time = redis.call('time')

@@ -87,7 +87,7 @@ describe('@DistributedLock key templates and errors', () => {
   let app: TestingModule;
   const ran = jest.fn();
   /** Lock keys (not channels or the short-lived release records) under the suite's prefix. */
-  const lockKeys = async (pattern = 'tpl:*') => (await raw.keys(pattern)).filter((key) => !/:(channel|rq:.*)$/.test(key)).sort();
+  const lockKeys = async (pattern = 'tpl:*') => (await raw.keys(pattern)).filter((key) => !/:(channel|fence|rq:.*)$/.test(key)).sort();
   const held: HeldKeys = async () => {
     ran();
     return lockKeys();

@@ -139,7 +139,7 @@ describe('fair lock', () => {
     // The race this covers (the head's last attempt fails, then the lock is freed, then the head
     // gives up) cannot be staged through the API, so the scripts are driven directly.
     const name = fresh();
-    const keys = [`lock:{${name}}`, lineKey(name), `lock:{${name}}:deadlines`];
+    const keys = [`lock:{${name}}`, lineKey(name), `lock:{${name}}:deadlines`, `lock:{${name}}:fence`];
     const acquire = LuaScript.named('fair-acquire');
     const leave = LuaScript.named('fair-leave');
     const listener = redis.client();
@@ -147,20 +147,20 @@ describe('fair lock', () => {
     listener.on('pmessage', (_pattern: string, channel: string) => messages.push(channel));
     await listener.psubscribe(`lock:{${name}}:channel*`);
     try {
-      expect(await acquire.run(raw, keys, [10_000, 'holder', 'rq-1', 10_000, 1])).toBeNull();
-      await acquire.run(raw, keys, [10_000, 'head', 'rq-2', 10_000, 1]);
-      await acquire.run(raw, keys, [10_000, 'next', 'rq-3', 10_000, 1]);
+      expect(await acquire.run(raw, keys, [10_000, 'holder', 'rq-1', 10_000, 1, 60_000])).toEqual([expect.any(Number)]);
+      await acquire.run(raw, keys, [10_000, 'head', 'rq-2', 10_000, 1, 60_000]);
+      await acquire.run(raw, keys, [10_000, 'next', 'rq-3', 10_000, 1, 60_000]);
       expect(await line(name)).toEqual(['head', 'next']);
       await raw.del(keys[0]);
-      expect(await leave.run(raw, keys, ['head', 'publish', `lock:{${name}}:channel:`, 'one'])).toBe(1);
+      expect(await leave.run(raw, keys.slice(0, 3), ['head', 'publish', `lock:{${name}}:channel:`, 'one'])).toBe(1);
       expect(await line(name)).toEqual(['next']);
       await waitUntil(() => messages.length === 1);
       expect(messages).toEqual([`lock:{${name}}:channel:next`]);
       // The woken head takes the lock; a waiter leaving a held lock's line wakes nobody.
-      expect(await acquire.run(raw, keys, [10_000, 'next', 'rq-3', 10_000, 1])).toBeNull();
-      await acquire.run(raw, keys, [10_000, 'last', 'rq-4', 10_000, 1]);
-      expect(await leave.run(raw, keys, ['last', 'publish', `lock:{${name}}:channel:`, 'one'])).toBe(1);
-      expect(await leave.run(raw, keys, ['last', 'publish', `lock:{${name}}:channel:`, 'one'])).toBe(0);
+      expect(await acquire.run(raw, keys, [10_000, 'next', 'rq-3', 10_000, 1, 60_000])).toEqual([expect.any(Number)]);
+      await acquire.run(raw, keys, [10_000, 'last', 'rq-4', 10_000, 1, 60_000]);
+      expect(await leave.run(raw, keys.slice(0, 3), ['last', 'publish', `lock:{${name}}:channel:`, 'one'])).toBe(1);
+      expect(await leave.run(raw, keys.slice(0, 3), ['last', 'publish', `lock:{${name}}:channel:`, 'one'])).toBe(0);
       expect(await raw.exists(lineKey(name), keys[2])).toBe(0);
     } finally {
       listener.disconnect();
@@ -233,14 +233,16 @@ describe('fair lock', () => {
   it('a resent acquire or release (same request id) does not change the outcome', async () => {
     const name = fresh();
     const keys = [`lock:{${name}}`, lineKey(name), `lock:{${name}}:deadlines`];
+    const acquireKeys = [...keys, `lock:{${name}}:fence`];
     const acquire = LuaScript.named('fair-acquire');
     const release = LuaScript.named('fair-release');
-    expect(await acquire.run(raw, keys, [10_000, 'owner-a', 'rq-1', WAITER_TIMEOUT_MS, 1])).toBeNull();
-    expect(await acquire.run(raw, keys, [10_000, 'owner-a', 'rq-1', WAITER_TIMEOUT_MS, 1])).toBeNull();
+    const [token] = (await acquire.run(raw, acquireKeys, [10_000, 'owner-a', 'rq-1', WAITER_TIMEOUT_MS, 1, 60_000])) as [number];
+    expect(token).toBeGreaterThan(0);
+    expect(await acquire.run(raw, acquireKeys, [10_000, 'owner-a', 'rq-1', WAITER_TIMEOUT_MS, 1, 60_000])).toEqual([token]);
     expect(await raw.hget(keys[0], 'owner-a')).toBe('1');
     // A resent wait does not queue twice.
-    expect(await acquire.run(raw, keys, [10_000, 'owner-b', 'rq-2', WAITER_TIMEOUT_MS, 1])).toBeGreaterThan(0);
-    expect(await acquire.run(raw, keys, [10_000, 'owner-b', 'rq-2', WAITER_TIMEOUT_MS, 1])).toBeGreaterThan(0);
+    expect(await acquire.run(raw, acquireKeys, [10_000, 'owner-b', 'rq-2', WAITER_TIMEOUT_MS, 1, 60_000])).toBeGreaterThan(0);
+    expect(await acquire.run(raw, acquireKeys, [10_000, 'owner-b', 'rq-2', WAITER_TIMEOUT_MS, 1, 60_000])).toBeGreaterThan(0);
     expect(await line(name)).toEqual(['owner-b']);
     const releaseCall = (requestId: string) =>
       release.run(raw, [...keys, `lock:{${name}}:rq:owner-a:${requestId}`], [
@@ -251,6 +253,7 @@ describe('fair lock', () => {
         `lock:{${name}}:channel:`,
         `lock:{${name}}:channel`,
         'one',
+        '',
       ]);
     expect(await releaseCall('rq-3')).toBe(1);
     expect(await releaseCall('rq-3')).toBe(1); // the first answer, not "not held"

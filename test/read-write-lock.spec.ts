@@ -288,12 +288,15 @@ describe('read-write lock', () => {
         10_000,
         'publish',
         'one',
+        '',
       ]);
     expect(await release('rq-2')).toBe(1);
     expect(await release('rq-2')).toBe(1); // the first answer, not "not held"
     expect(await release('rq-3')).toBeNull();
-    expect(await writeAcquire.run(raw, keys, [10_000, 'owner-b', 'rq-4'])).toBeNull();
-    expect(await writeAcquire.run(raw, keys, [10_000, 'owner-b', 'rq-4'])).toBeNull();
+    const writeKeys = [...keys, `${key(name)}:fence`];
+    const [token] = (await writeAcquire.run(raw, writeKeys, [10_000, 'owner-b', 'rq-4', 60_000])) as [number];
+    expect(token).toBeGreaterThan(0);
+    expect(await writeAcquire.run(raw, writeKeys, [10_000, 'owner-b', 'rq-4', 60_000])).toEqual([token]);
     expect(await raw.hget(key(name), 'writes')).toBe('1');
   });
 

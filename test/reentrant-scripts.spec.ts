@@ -21,12 +21,14 @@ describe('reentrant lock scripts', () => {
     const raw = redis.client();
     const acquire = LuaScript.named('reentrant-acquire');
     const key = 'lock:{resent-acquire}';
-    expect(await acquire.run(raw, [key], [10_000, 'owner-1', 'r1'])).toBeNull();
-    expect(await acquire.run(raw, [key], [10_000, 'owner-1', 'r1'])).toBeNull(); // the resend
+    const keys = [key, `${key}:fence`];
+    const [token] = (await acquire.run(raw, keys, [10_000, 'owner-1', 'r1', 60_000])) as [number];
+    expect(Number.isSafeInteger(token)).toBe(true);
+    expect(await acquire.run(raw, keys, [10_000, 'owner-1', 'r1', 60_000])).toEqual([token]); // the resend
     expect(await raw.hget(key, 'owner-1')).toBe('1');
-    expect(await acquire.run(raw, [key], [10_000, 'owner-1', 'r2'])).toBeNull(); // a real re-entry
+    expect(await acquire.run(raw, keys, [10_000, 'owner-1', 'r2', 60_000])).toEqual([token]); // a re-entry keeps the token
     expect(await raw.hget(key, 'owner-1')).toBe('2');
-    expect(Number(await acquire.run(raw, [key], [10_000, 'owner-2', 'r3']))).toBeGreaterThan(0);
+    expect(Number(await acquire.run(raw, keys, [10_000, 'owner-2', 'r3', 60_000]))).toBeGreaterThan(0);
   });
 
   it('a resent release returns its first answer instead of "not held"', async () => {
@@ -35,9 +37,9 @@ describe('reentrant lock scripts', () => {
     const release = LuaScript.named('reentrant-release');
     const key = 'lock:{resent-release}';
     const keys = (requestId: string) => [key, `${key}:channel`, `${key}:rq:${requestId}`];
-    const args = [10_000, 'owner-1', 10_000, 'publish', 'one'];
-    await acquire.run(raw, [key], [10_000, 'owner-1', 'a1']);
-    await acquire.run(raw, [key], [10_000, 'owner-1', 'a2']);
+    const args = [10_000, 'owner-1', 10_000, 'publish', 'one', ''];
+    await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-1', 'a1', 60_000]);
+    await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-1', 'a2', 60_000]);
     expect(await release.run(raw, keys('x1'), args)).toBe(0);
     expect(await release.run(raw, keys('x1'), args)).toBe(0); // resend: not applied twice
     expect(await raw.hget(key, 'owner-1')).toBe('1');
@@ -45,6 +47,41 @@ describe('reentrant lock scripts', () => {
     expect(await release.run(raw, keys('x2'), args)).toBe(1); // resend after the key is gone
     expect(await release.run(raw, keys('x3'), args)).toBeNull(); // a genuinely new release
     expect(await raw.exists(key)).toBe(0);
+  });
+
+  it('a release bound to an acquire request undoes only the hold that request granted', async () => {
+    const raw = redis.client();
+    const acquire = LuaScript.named('reentrant-acquire');
+    const release = LuaScript.named('reentrant-release');
+    const key = 'lock:{abandoned}';
+    const keys = (requestId: string) => [key, `${key}:channel`, `${key}:rq:${requestId}`];
+    const undo = (record: string, grantedBy: string) => release.run(raw, keys(record), [10_000, 'owner-1', 10_000, 'publish', 'one', grantedBy]);
+    await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-1', 'a1', 60_000]);
+    expect(await undo('u1', 'a0')).toBeNull(); // a0 granted nothing: the hold of a1 stays
+    expect(await raw.hget(key, 'owner-1')).toBe('1');
+    await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-1', 'a2', 60_000]); // a late re-entry
+    expect(await undo('u2', 'a2')).toBe(0); // undone: back to the one hold of a1
+    expect(await undo('u3', 'a2')).toBeNull(); // and only once
+    expect(await raw.hget(key, 'owner-1')).toBe('1');
+  });
+
+  it('fencing tokens grow across owners, and past an expired fence key', async () => {
+    const raw = redis.client();
+    const acquire = LuaScript.named('reentrant-acquire');
+    const key = 'lock:{fenced}';
+    const tokens: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const [token] = (await acquire.run(raw, [key, `${key}:fence`], [10_000, `owner-${i}`, 'r', 60_000])) as [number];
+      tokens.push(token);
+      await raw.del(key);
+      if (i === 10) await raw.del(`${key}:fence`); // as if idle past the fence memory
+    }
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+    expect(tokens.every(Number.isSafeInteger)).toBe(true);
+    // A fence above the clock (a clock that stepped back) is still respected.
+    await raw.set(`${key}:fence`, String(tokens[19] + 1_000_000_000));
+    const [next] = (await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-x', 'r', 60_000])) as [number];
+    expect(next).toBe(tokens[19] + 1_000_000_001);
   });
 
   it('recovers from a flushed script cache (NOSCRIPT)', async () => {

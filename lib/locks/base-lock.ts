@@ -1,18 +1,42 @@
-import { LockError, LockNotHeldError } from '../errors';
+import { LockError, LockNotHeldError, LockUnavailableError } from '../errors';
 import { INVALID_TIME, REPLICAS_NOT_SYNCED } from '../lock.messages';
 import { LockKeys } from '../redis/lock-keys';
 import { waitForReplicas } from '../redis/replica-sync';
+import type { CallTicket } from '../redis/bounded-call';
 import type { ScriptCall } from '../redis/lua-script';
 import type { Waiter } from '../redis/unlock-subscriber';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import type { Lock, LockOptions, TryLockOptions } from './lock';
 
-/** Outcome of one acquisition attempt: `null` when acquired, else how long the lock may stay busy (ms). */
-export type AttemptResult = number | null;
+/** A granted acquisition: its fencing token (none for a read lock). */
+export interface Grant {
+  readonly fencingToken: number | undefined;
+}
+
+/** Outcome of one acquisition attempt: a grant, or how long the lock may stay busy (ms). */
+export type AttemptResult = Grant | number;
+
+/** One attempt as the waiting loop sees it: Redis could not be asked (`LockUnavailableError`) too. */
+type AttemptOutcome = AttemptResult | LockUnavailableError;
+
+const NO_TOKEN: Grant = { fencingToken: undefined };
+
+/**
+ * Reads an acquire script's reply: `{token}` (or nil, for a kind without tokens) when granted,
+ * else the lock's TTL in ms.
+ */
+export function attemptResult(reply: unknown): AttemptResult {
+  if (reply === null || reply === undefined) return NO_TOKEN;
+  if (Array.isArray(reply)) return { fencingToken: Number(reply[0]) || undefined };
+  return Number(reply);
+}
 
 /** Outcome of one release: `null` when not held, 0 when holds remain, 1 when released. */
 export type ReleaseResult = 0 | 1 | null;
+
+/** Pause after the n-th attempt in a row that could not reach Redis: 50 ms doubling up to 1 s. */
+const unavailableRetryMs = (failures: number): number => Math.min(1_000, 50 * 2 ** Math.min(failures - 1, 5));
 
 export function checkTime(what: string, value: number | undefined, allowInfinity: boolean): void {
   if (value === undefined) return;
@@ -36,9 +60,12 @@ export abstract class BaseLock implements Lock {
   ) {}
 
   /** One atomic acquisition attempt. */
-  protected abstract attempt(leaseMs: number, requestId: string, joinLine: boolean): Promise<AttemptResult>;
-  /** One atomic release of one hold. */
-  protected abstract releaseOne(requestId: string): Promise<ReleaseResult>;
+  protected abstract attempt(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult>;
+  /**
+   * One atomic release of one hold; with `grantedBy` (an acquire request id), only of the hold that
+   * request granted, if it did.
+   */
+  protected abstract releaseOne(requestId: string, grantedBy?: string, ticket?: CallTicket): Promise<ReleaseResult>;
   /** The script the watchdog replays to renew this owner's hold. */
   protected abstract renewalCall(leaseMs: number): ScriptCall;
 
@@ -84,7 +111,16 @@ export abstract class BaseLock implements Lock {
     const hold = holds.get(this.lockKey, this.ownerId);
     // Forget the hold first: the watchdog must not renew (resurrect) what is being released.
     if (hold) holds.released(hold);
-    const result = await this.releaseOne(ids.nextRequest());
+    const requestId = ids.nextRequest();
+    let result: ReleaseResult;
+    try {
+      result = await this.engine.call(this.name, (ticket) => this.releaseOne(requestId, '', ticket));
+    } catch (error) {
+      // Unknown outcome: the release may still apply (a resend answers the same); if it does not,
+      // the lease ends the lock. Either way this process holds nothing any more.
+      if (hold) holds.forget(hold);
+      throw error;
+    }
     if (result === null) {
       if (hold) holds.forget(hold);
       throw new LockNotHeldError(this.name);
@@ -93,26 +129,33 @@ export abstract class BaseLock implements Lock {
   }
 
   async forceUnlock(): Promise<boolean> {
-    return (await this.engine.scripts.forceRelease.run(this.engine.client, [this.lockKey, this.waitChannel()], [
-      this.engine.publishCommand,
-      this.engine.wakeMessageOnForceUnlock,
-    ])) === 1;
+    const { scripts, client, publishCommand, wakeMessageOnForceUnlock } = this.engine;
+    const keys = [this.lockKey, this.waitChannel()];
+    const reply = await this.engine.call(this.name, (ticket) =>
+      scripts.forceRelease.run(client, keys, [publishCommand, wakeMessageOnForceUnlock], ticket),
+    );
+    return reply === 1;
   }
 
   async isLocked(): Promise<boolean> {
-    return (await this.engine.client.exists(this.lockKey)) === 1;
+    return (await this.engine.call(this.name, () => this.engine.client.exists(this.lockKey))) === 1;
   }
 
   async isHeldByCurrentOwner(): Promise<boolean> {
-    return (await this.engine.client.hexists(this.lockKey, this.ownerId)) === 1;
+    return (await this.engine.call(this.name, () => this.engine.client.hexists(this.lockKey, this.ownerId))) === 1;
   }
 
   async getHoldCount(): Promise<number> {
-    return Number((await this.engine.client.hget(this.lockKey, this.ownerId)) ?? 0);
+    return Number((await this.engine.call(this.name, () => this.engine.client.hget(this.lockKey, this.ownerId))) ?? 0);
   }
 
   remainTimeToLive(): Promise<number> {
-    return this.engine.client.pttl(this.lockKey);
+    return this.engine.call(this.name, () => this.engine.client.pttl(this.lockKey));
+  }
+
+  /** The current owner's fencing token, known locally: `undefined` when this owner holds nothing here. */
+  getFencingToken(): number | undefined {
+    return this.hold?.fencingToken;
   }
 
   /** The current owner's hold in this process, if any. */
@@ -120,53 +163,121 @@ export abstract class BaseLock implements Lock {
     return this.engine.holds.get(this.lockKey, this.ownerId);
   }
 
-  /** Acquires within `waitMs` (Infinity: no limit); resolves false on timeout. */
+  /**
+   * Acquires within `waitMs` (Infinity: no limit); resolves false when Redis kept answering "busy",
+   * rejects with `LockUnavailableError` when the last attempt could not reach Redis. Settles by
+   * `waitMs` plus at most one `commandTimeout`.
+   */
   protected async acquire(waitMs: number, leaseTime: number | undefined): Promise<boolean> {
     checkTime('waitTime', waitMs, true);
     checkTime('leaseTime', leaseTime, false);
     if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
-    const leaseMs = leaseTime ?? this.engine.options.watchdogTimeout;
-    const requestId = this.engine.ids.nextRequest();
-    const started = Date.now();
+    const { engine } = this;
+    const leaseMs = leaseTime ?? engine.options.watchdogTimeout;
+    const requestId = engine.ids.nextRequest();
+    const deadline = Date.now() + waitMs;
 
     // No barging: while other callers of this process already wait for the lock, a newcomer (that
     // does not hold it already) queues behind them instead of snatching each release, so a task that
     // releases and asks again cannot starve the others.
     let queueFirst =
-      waitMs > 0 && !this.hold && this.queuesBehindLocalWaiters() && this.engine.subscriber.hasWaiters(this.waitChannel());
-    // waitTime 0 is one attempt, and a fair lock's single attempt never joins the line.
-    if (!queueFirst && (await this.attempt(leaseMs, requestId, waitMs > 0)) === null) return await this.held(leaseMs, leaseTime);
-    if (waitMs <= 0) return false;
-
-    const deadline = started + waitMs;
-    let waiter: Waiter | undefined;
+      waitMs > 0 && !this.hold && this.queuesBehindLocalWaiters() && engine.subscriber.hasWaiters(this.waitChannel());
+    let outcome: AttemptOutcome | undefined;
+    // Set once an attempt's outcome is unknown (no answer in time): it may still be granted later.
+    let outcomeUnknown = false;
     let acquired = false;
+    let waiter: Waiter | undefined;
     try {
-      // Subscribe, then try again at once: a release may have happened before the subscription.
-      waiter = await this.engine.subscriber.join(this.waitChannel());
-      for (;;) {
-        // A queued newcomer does not know the TTL yet: it sleeps at most one watchdog lease first.
-        const busyFor = queueFirst ? this.engine.options.watchdogTimeout : await this.attempt(leaseMs, requestId, true);
-        queueFirst = false;
-        if (busyFor === null) {
+      // waitTime 0 is one attempt, and a fair lock's single attempt never joins the line.
+      if (!queueFirst) {
+        outcome = await this.attemptOnce(leaseMs, requestId, waitMs > 0);
+        if (typeof outcome === 'object' && !(outcome instanceof LockUnavailableError)) {
           acquired = true;
-          return await this.held(leaseMs, leaseTime);
+          return await this.held(leaseMs, leaseTime, outcome);
+        }
+        outcomeUnknown = outcome instanceof LockUnavailableError;
+        if (waitMs <= 0) {
+          if (outcome instanceof LockUnavailableError) throw outcome;
+          return false;
+        }
+      }
+
+      // Take a seat on the channel, then try again once subscribed: a release may have happened
+      // before the subscription.
+      waiter = engine.subscriber.seat(this.waitChannel());
+      let failures = outcomeUnknown ? 1 : 0;
+      for (;;) {
+        const subscribed = await engine.subscriber.subscribed(
+          waiter,
+          Math.min(engine.options.commandTimeout, deadline - Date.now()),
+        );
+        if (queueFirst) {
+          // A queued newcomer does not know the TTL yet: it sleeps at most one watchdog lease first.
+          outcome = engine.options.watchdogTimeout;
+          queueFirst = false;
+        } else {
+          outcome = await this.attemptOnce(leaseMs, requestId, true);
+        }
+        if (outcome instanceof LockUnavailableError) {
+          outcomeUnknown = true;
+          failures += 1;
+        } else if (typeof outcome === 'object') {
+          acquired = true;
+          return await this.held(leaseMs, leaseTime, outcome);
+        } else {
+          failures = 0;
         }
         const remaining = deadline - Date.now();
-        if (remaining <= 0) return false;
-        // A missed message never stalls a waiter: every sleep ends by the lock's TTL or the deadline.
-        await waiter.sleep(Math.max(1, Math.min(busyFor > 0 ? busyFor : 1, remaining, this.maxSleepMs())));
+        if (remaining <= 0) {
+          if (outcome instanceof LockUnavailableError) throw outcome;
+          return false;
+        }
+        // A missed message never stalls a waiter: every sleep ends by the lock's TTL or the deadline;
+        // without Redis (or without a subscription yet) it retries at a gentle pace.
+        let sleepMs = typeof outcome === 'number' ? Math.max(outcome, 1) : unavailableRetryMs(failures);
+        if (!subscribed) sleepMs = Math.min(sleepMs, unavailableRetryMs(Math.max(failures, 1)));
+        await waiter.sleep(Math.max(1, Math.min(sleepMs, remaining, this.maxSleepMs())));
       }
     } finally {
-      if (waiter) this.engine.subscriber.leave(waiter, acquired);
-      if (!acquired) await this.abandonWait().catch(() => undefined);
+      if (waiter) engine.subscriber.leave(waiter, acquired);
+      if (!acquired) await this.giveUp(requestId, outcomeUnknown, waiter !== undefined, outcome instanceof LockUnavailableError);
     }
   }
 
-  private async held(leaseMs: number, leaseTime: number | undefined): Promise<true> {
+  /** One attempt, bounded by `commandTimeout`; Redis failures come back as a value. */
+  private async attemptOnce(leaseMs: number, requestId: string, joinLine: boolean): Promise<AttemptOutcome> {
+    try {
+      return await this.engine.call(this.name, (ticket) => this.attempt(leaseMs, requestId, joinLine, ticket));
+    } catch (error) {
+      if (error instanceof LockUnavailableError) return error;
+      throw error;
+    }
+  }
+
+  /**
+   * An acquisition ends without the lock. A fair waiter leaves its line. When an attempt's outcome
+   * is unknown, its late grant must not leave a hold nobody owns: the release that only undoes a
+   * grant made by this request goes out on the same connection, after the attempts, so it runs
+   * after them whenever Redis gets to them. While Redis is unreachable neither is waited for, so the
+   * acquisition still settles within its bound.
+   */
+  private async giveUp(requestId: string, outcomeUnknown: boolean, waited: boolean, unreachable: boolean): Promise<void> {
+    const { engine } = this;
+    if (waited) {
+      const leaving = engine.call(this.name, () => this.abandonWait()).catch(() => undefined);
+      if (!unreachable) await leaving;
+    }
+    if (outcomeUnknown) {
+      const releaseId = engine.ids.nextRequest();
+      void engine.call(this.name, () => this.releaseOne(releaseId, requestId)).catch(() => undefined);
+    }
+  }
+
+  private async held(leaseMs: number, leaseTime: number | undefined, grant: Grant): Promise<true> {
     if (this.engine.options.syncReplicas > 0) await this.confirmReplicated();
     const terms: HoldTerms = {
       leaseMs,
+      fencingToken: grant.fencingToken,
       renewal: leaseTime === undefined ? { client: this.engine.client, call: this.renewalCall(leaseMs) } : undefined,
       releaseOne: () => this.releaseAnyHold(),
     };

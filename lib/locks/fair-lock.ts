@@ -1,7 +1,8 @@
 import { LockKeys } from '../redis/lock-keys';
+import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
-import { AttemptResult, BaseLock, ReleaseResult } from './base-lock';
+import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lock';
 
 const fairScripts = {
   acquire: LuaScript.named('fair-acquire'),
@@ -22,18 +23,19 @@ export class FairLock extends BaseLock {
     return [this.lockKey, LockKeys.fairLine(this.lockKey), LockKeys.fairDeadlines(this.lockKey)];
   }
 
-  protected async attempt(leaseMs: number, requestId: string, joinLine: boolean): Promise<AttemptResult> {
-    const { client, options } = this.engine;
-    return (await fairScripts.acquire.run(client, this.lineKeys, [
-      leaseMs,
-      this.ownerId,
-      requestId,
-      options.fairLockWaiterTimeout,
-      joinLine ? 1 : 0,
-    ])) as AttemptResult;
+  protected async attempt(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
+    const { client, options, fenceMemoryMs } = this.engine;
+    return attemptResult(
+      await fairScripts.acquire.run(
+        client,
+        [...this.lineKeys, LockKeys.fence(this.lockKey)],
+        [leaseMs, this.ownerId, requestId, options.fairLockWaiterTimeout, joinLine ? 1 : 0, fenceMemoryMs],
+        ticket,
+      ),
+    );
   }
 
-  protected async releaseOne(requestId: string): Promise<ReleaseResult> {
+  protected async releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ReleaseResult> {
     const { client, options, publishCommand, releaseRecordTtlMs } = this.engine;
     return (await fairScripts.release.run(
       client,
@@ -46,7 +48,9 @@ export class FairLock extends BaseLock {
         this.waiterChannelPrefix,
         LockKeys.channel(this.lockKey),
         WAKE_ONE,
+        grantedBy,
       ],
+      ticket,
     )) as ReleaseResult;
   }
 
@@ -73,14 +77,8 @@ export class FairLock extends BaseLock {
 
   override async forceUnlock(): Promise<boolean> {
     const { client, publishCommand } = this.engine;
-    return (
-      (await fairScripts.forceRelease.run(client, this.lineKeys, [
-        publishCommand,
-        this.waiterChannelPrefix,
-        LockKeys.channel(this.lockKey),
-        WAKE_ONE,
-      ])) === 1
-    );
+    const args = [publishCommand, this.waiterChannelPrefix, LockKeys.channel(this.lockKey), WAKE_ONE];
+    return (await this.engine.call(this.name, (ticket) => fairScripts.forceRelease.run(client, this.lineKeys, args, ticket))) === 1;
   }
 
   private get waiterChannelPrefix(): string {

@@ -22,6 +22,13 @@ export interface LockRunContext {
   readonly name: string | readonly string[];
   /** Aborted with a `LockLostError` if the lock is lost while `fn` runs. */
   readonly signal: AbortSignal;
+  /**
+   * The acquisition's fencing token: pass it to the storage you write to and let it refuse a smaller
+   * one. `undefined` for a read lock and for a multi-lock (see `fencingTokens`).
+   */
+  readonly fencingToken: number | undefined;
+  /** A multi-lock's tokens, by member name (members without a token, such as read locks, are left out). */
+  readonly fencingTokens?: Readonly<Record<string, number>>;
 }
 
 /** A distributed lock, whatever its kind. */
@@ -40,4 +47,10 @@ export interface Lock {
   getHoldCount(): Promise<number>;
   /** Remaining lease in ms; -2 when free. */
   remainTimeToLive(): Promise<number>;
+  /**
+   * The fencing token of the current owner's hold, known locally (no round trip): strictly greater
+   * than every token handed out before for this name. `undefined` when not held, for a read lock,
+   * and for a multi-lock (see its `getFencingTokens()`).
+   */
+  getFencingToken(): number | undefined;
 }

@@ -65,6 +65,21 @@ export class MultiLock implements Lock {
     return ttls.some((ttl) => ttl === -2) ? -2 : Math.min(...ttls);
   }
 
+  /** A multi-lock has no one token: each member has its own (`getFencingTokens()`). */
+  getFencingToken(): undefined {
+    return undefined;
+  }
+
+  /** Each held member's fencing token, by member name (members without one are left out). */
+  getFencingTokens(): Record<string, number> {
+    const tokens: Record<string, number> = {};
+    for (const lock of this.locks) {
+      const token = lock.getFencingToken();
+      if (token !== undefined) tokens[lock.name] = token;
+    }
+    return tokens;
+  }
+
   /** Aborted when any member is lost. */
   get signal(): AbortSignal {
     return AbortSignal.any(this.locks.map((lock) => lock.hold?.signal ?? new AbortController().signal));

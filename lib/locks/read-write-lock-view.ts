@@ -1,9 +1,10 @@
 import { LockNotHeldError, LockUpgradeError } from '../errors';
 import { LockKeys } from '../redis/lock-keys';
+import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ALL, WAKE_ONE } from '../redis/unlock-subscriber';
 import type { LockEngine } from '../runtime/lock-engine';
-import { AttemptResult, BaseLock, ReleaseResult } from './base-lock';
+import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lock';
 
 export type ReadWriteMode = 'read' | 'write';
 
@@ -51,19 +52,30 @@ export class ReadWriteLockView extends BaseLock {
     return LockKeys.readWriteLeases(this.lockKey);
   }
 
-  protected async attempt(leaseMs: number, requestId: string): Promise<AttemptResult> {
-    const result = await modeScripts[this.mode].acquire.run(this.engine.client, [this.lockKey, this.leasesKey], [
-      leaseMs,
-      this.ownerId,
-      requestId,
-    ]);
+  protected async attempt(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
+    const { client, fenceMemoryMs } = this.engine;
+    // Only a write hold carries a fencing token: readers do not exclude each other.
+    const result =
+      this.mode === 'write'
+        ? await modeScripts.write.acquire.run(
+            client,
+            [this.lockKey, this.leasesKey, LockKeys.fence(this.lockKey)],
+            [leaseMs, this.ownerId, requestId, fenceMemoryMs],
+            ticket,
+          )
+        : await modeScripts.read.acquire.run(client, [this.lockKey, this.leasesKey], [leaseMs, this.ownerId, requestId], ticket);
     if (result === UPGRADE_REFUSED) throw new LockUpgradeError(this.name);
-    return result as AttemptResult;
+    return attemptResult(result);
   }
 
-  protected async releaseOne(requestId: string): Promise<ReleaseResult> {
-    const result = await this.releaseIn(this.mode, requestId);
+  protected async releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ReleaseResult> {
+    const result = await this.releaseIn(this.mode, requestId, grantedBy, ticket);
     return result === HOLDS_OTHER_MODE ? null : result;
+  }
+
+  /** A read hold has no fencing token. */
+  override getFencingToken(): number | undefined {
+    return this.mode === 'write' ? super.getFencingToken() : undefined;
   }
 
   protected renewalCall(leaseMs: number): ScriptCall {
@@ -81,7 +93,14 @@ export class ReadWriteLockView extends BaseLock {
     const hold = this.hold;
     // Forget the hold first: the watchdog must not renew (resurrect) what is being released.
     if (hold) holds.released(hold);
-    const result = await this.releaseIn(this.mode, ids.nextRequest());
+    const requestId = ids.nextRequest();
+    let result: ModeReleaseResult;
+    try {
+      result = await this.engine.call(this.name, (ticket) => this.releaseIn(this.mode, requestId, '', ticket));
+    } catch (error) {
+      if (hold) holds.forget(hold);
+      throw error;
+    }
     if (result === null || result === HOLDS_OTHER_MODE) {
       if (hold && result === HOLDS_OTHER_MODE) holds.restore(hold);
       else if (hold) holds.forget(hold);
@@ -100,7 +119,7 @@ export class ReadWriteLockView extends BaseLock {
 
   /** True while the lock is held in this view's mode, by anyone. */
   override async isLocked(): Promise<boolean> {
-    return (await this.engine.client.hget(this.lockKey, 'mode')) === this.mode;
+    return (await this.engine.call(this.name, () => this.engine.client.hget(this.lockKey, 'mode'))) === this.mode;
   }
 
   override async isHeldByCurrentOwner(): Promise<boolean> {
@@ -109,24 +128,22 @@ export class ReadWriteLockView extends BaseLock {
 
   /** This owner's holds in this view's mode (a hold whose lease ran out counts as gone). */
   override async getHoldCount(): Promise<number> {
+    const keys = [this.lockKey, this.leasesKey];
     return Number(
-      await holdCountScript.run(this.engine.client, [this.lockKey, this.leasesKey], [this.ownerId, this.mode]),
+      await this.engine.call(this.name, (ticket) => holdCountScript.run(this.engine.client, keys, [this.ownerId, this.mode], ticket)),
     );
   }
 
   /** Deletes the lock if it is held in this view's mode, whoever holds it, and wakes every waiter. */
   override async forceUnlock(): Promise<boolean> {
     const { client, publishCommand } = this.engine;
+    const keys = [this.lockKey, this.leasesKey, LockKeys.channel(this.lockKey)];
     return (
-      (await forceReleaseScript.run(client, [this.lockKey, this.leasesKey, LockKeys.channel(this.lockKey)], [
-        this.mode,
-        publishCommand,
-        WAKE_ALL,
-      ])) === 1
+      (await this.engine.call(this.name, (ticket) => forceReleaseScript.run(client, keys, [this.mode, publishCommand, WAKE_ALL], ticket))) === 1
     );
   }
 
-  private async releaseIn(mode: ReadWriteMode, requestId: string): Promise<ModeReleaseResult> {
+  private async releaseIn(mode: ReadWriteMode, requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ModeReleaseResult> {
     const { client, publishCommand, releaseRecordTtlMs } = this.engine;
     const { release, releaseMessage } = modeScripts[mode];
     return (await release.run(
@@ -137,7 +154,8 @@ export class ReadWriteLockView extends BaseLock {
         LockKeys.channel(this.lockKey),
         LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`),
       ],
-      [this.ownerId, releaseRecordTtlMs, publishCommand, releaseMessage],
+      [this.ownerId, releaseRecordTtlMs, publishCommand, releaseMessage, grantedBy],
+      ticket,
     )) as ModeReleaseResult;
   }
 }

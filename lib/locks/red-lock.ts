@@ -1,17 +1,19 @@
-import { LockError, LockNotHeldError } from '../errors';
+import { LockError, LockNotHeldError, LockUnavailableError } from '../errors';
 import { INVALID_TIME, REDLOCK_NO_MAJORITY } from '../lock.messages';
 import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
+import type { RedisClient } from '../redis/redis-client';
 import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
-import { checkTime } from './base-lock';
+import { attemptResult, checkTime } from './base-lock';
 import type { LockOptions, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
 
 const scripts = {
   acquire: LuaScript.named('redlock-acquire'),
+  fence: LuaScript.named('redlock-fence'),
   release: LuaScript.named('redlock-release'),
   renew: LuaScript.named('reentrant-renew'),
   forceRelease: LuaScript.named('force-release'),
@@ -46,8 +48,10 @@ const driftMs = (leaseMs: number): number => Math.floor(leaseMs * CLOCK_DRIFT_FA
  * lease on the masters like a fresh attempt. The watchdog renews on every master and keeps the lock
  * while a majority still holds it; below that the holder's signal aborts with `LockLostError`.
  *
- * Safety rests on bounded clock drift and process pauses shorter than the lease, and there is no
- * fencing token: see the README's "RedLock: safety limits".
+ * Each acquisition carries a fencing token: the largest of the granting masters' tokens, written
+ * back to them before the lock counts as held, so the next RedLock of the name (whose majority
+ * shares a master with this one's) gets a larger one. Safety otherwise rests on bounded clock drift
+ * and process pauses shorter than the lease: see the README's "RedLock: safety limits".
  */
 export class RedLock implements OwnedLock {
   readonly lockKey: string;
@@ -92,7 +96,7 @@ export class RedLock implements OwnedLock {
     const votes = await this.releaseEverywhere();
     if (votes.yes > 0) return;
     if (votes.failed > 0) {
-      throw votes.firstError ?? new LockError(REDLOCK_NO_MAJORITY(this.name, 0, this.masters.clients.length, 1));
+      throw this.unavailable(votes.firstError ?? new LockError(REDLOCK_NO_MAJORITY(this.name, 0, this.masters.clients.length, 1)));
     }
     throw new LockNotHeldError(this.name);
   }
@@ -111,7 +115,7 @@ export class RedLock implements OwnedLock {
   /** True when a majority of the masters has the lock (whoever holds it). */
   async isLocked(): Promise<boolean> {
     const votes = await this.masters.ask(async (client) => (await client.exists(this.masterKey)) === 1, this.queryTimeout());
-    return votes.yes >= this.masters.quorum;
+    return this.majorityAnswer(votes);
   }
 
   /** True when a majority of the masters has the lock for this owner. */
@@ -120,7 +124,12 @@ export class RedLock implements OwnedLock {
       async (client) => (await client.hexists(this.masterKey, this.ownerId)) === 1,
       this.queryTimeout(),
     );
-    return votes.yes >= this.masters.quorum;
+    return this.majorityAnswer(votes);
+  }
+
+  /** The fencing token of this owner's hold, known locally: `undefined` when not held. */
+  getFencingToken(): number | undefined {
+    return this.hold?.fencingToken;
   }
 
   /** This owner's holds (counted in this process) while a majority of the masters holds it; else 0. */
@@ -144,41 +153,82 @@ export class RedLock implements OwnedLock {
     const leaseMs = leaseTime ?? this.engine.options.watchdogTimeout;
     const deadline = Date.now() + waitMs;
     for (;;) {
-      if (await this.attempt(leaseMs, leaseTime)) return true;
+      const outcome = await this.attempt(leaseMs, leaseTime);
+      if (outcome === true) return true;
       const remaining = deadline - Date.now();
-      if (remaining <= 0) return false;
+      if (remaining <= 0) {
+        // Too few masters answered to tell: that is Redis being unreachable, not contention.
+        if (outcome instanceof LockUnavailableError) throw outcome;
+        return false;
+      }
       await this.masters.pause(Math.min(remaining, RETRY_DELAY_MS + Math.random() * RETRY_JITTER_MS));
     }
   }
 
-  /** One round of the algorithm: ask every master, keep the lock only with a majority in time. */
-  private async attempt(leaseMs: number, leaseTime: number | undefined): Promise<boolean> {
+  /**
+   * One round of the algorithm: ask every master, keep the lock only with a majority in time, and
+   * write the token back to a majority. `LockUnavailableError` when too few masters answered.
+   */
+  private async attempt(leaseMs: number, leaseTime: number | undefined): Promise<true | false | LockUnavailableError> {
     const heldBefore = this.hold !== undefined;
     const startedAt = Date.now();
-    const votes = await this.masters.ask(
-      async (client) => (await scripts.acquire.run(client, [this.masterKey], [leaseMs, this.ownerId])) === null,
-      this.masters.masterTimeout(leaseMs),
-    );
-    const validityMs = leaseMs - (Date.now() - startedAt) - driftMs(leaseMs);
-    if (votes.yes >= this.masters.quorum && validityMs > 0) {
-      this.held(leaseMs, leaseTime, startedAt);
+    const { quorum } = this.masters;
+    const timeoutMs = this.masters.masterTimeout(leaseMs);
+    const keys = [this.masterKey, LockKeys.fence(this.masterKey)];
+    const { fenceMemoryMs } = this.engine;
+    const tokens = new Map<RedisClient, number>();
+    const votes = await this.masters.ask(async (client) => {
+      const result = attemptResult(await scripts.acquire.run(client, keys, [leaseMs, this.ownerId, fenceMemoryMs]));
+      if (typeof result === 'number') return false;
+      tokens.set(client, result.fencingToken ?? 0);
+      return true;
+    }, timeoutMs);
+    let granted = votes.yes >= quorum;
+    const token = Math.max(0, ...tokens.values());
+    if (granted && !heldBefore) {
+      // A re-entry keeps its token; a new hold raises every granting master's fence to the token.
+      const raised = await this.masters.ask(
+        async (client) =>
+          tokens.has(client) && (await scripts.fence.run(client, keys, [token, this.ownerId, fenceMemoryMs])) === 1,
+        timeoutMs,
+      );
+      granted = raised.yes >= quorum;
+    }
+    if (granted && leaseMs - (Date.now() - startedAt) - driftMs(leaseMs) > 0) {
+      this.held(leaseMs, leaseTime, startedAt, token);
       return true;
     }
     // A failed first attempt lets go of whatever it got; a failed re-entry keeps the hold it had
     // (the watchdog or the lease decides about that one).
     if (!heldBefore) await this.releaseEverywhere();
+    if (votes.failed > this.masters.clients.length - quorum) {
+      return this.unavailable(votes.firstError ?? new Error(REDLOCK_NO_MAJORITY(this.name, votes.yes, this.masters.clients.length, quorum)));
+    }
     return false;
   }
 
-  private held(leaseMs: number, leaseTime: number | undefined, startedAt: number): void {
+  private held(leaseMs: number, leaseTime: number | undefined, startedAt: number, fencingToken: number): void {
     const terms: HoldTerms = {
       leaseMs,
+      fencingToken,
       renewal: leaseTime === undefined ? { renew: () => this.renew(leaseMs) } : undefined,
       releaseOne: () => this.releaseEverywhere(),
     };
     const hold = this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
     // The lease began when the first master was asked, not when the last answered.
     hold.leaseStartedAt = startedAt;
+  }
+
+  /** A majority's yes or no; `LockUnavailableError` when too few masters answered to tell. */
+  private majorityAnswer(votes: Votes): boolean {
+    const { quorum, clients } = this.masters;
+    if (votes.yes >= quorum) return true;
+    if (votes.no > clients.length - quorum) return false;
+    throw this.unavailable(votes.firstError ?? new Error(REDLOCK_NO_MAJORITY(this.name, votes.yes, clients.length, quorum)));
+  }
+
+  private unavailable(cause: unknown): LockUnavailableError {
+    return new LockUnavailableError(this.name, cause);
   }
 
   /**

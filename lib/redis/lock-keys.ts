@@ -39,6 +39,11 @@ export class LockKeys {
     return `${readWriteKey}:leases`;
   }
 
+  /** The last fencing token handed out for a lock (or read-write lock) key, kept while recently used. */
+  static fence(lockKey: string): string {
+    return `${lockKey}:fence`;
+  }
+
   static releaseRecord(lockKey: string, requestId: string): string {
     return `${lockKey}:rq:${requestId}`;
   }

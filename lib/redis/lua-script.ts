@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LUA_SOURCES } from './lua-sources.generated';
+import type { CallTicket } from './bounded-call';
 import type { RedisClient } from './redis-client';
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT');
@@ -40,11 +41,12 @@ export class LuaScript {
     return script;
   }
 
-  async run(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
+  /** Runs the script; after a NOSCRIPT, sends its source unless the caller stopped waiting (`ticket`). */
+  async run(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket?: CallTicket): Promise<unknown> {
     try {
       return await client.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (error) {
-      if (!isNoScript(error)) throw error;
+      if (!isNoScript(error) || ticket?.expired) throw error;
       // EVAL also caches the script, so the next EVALSHA on this server succeeds.
       return client.eval(this.source, keys.length, ...keys, ...args);
     }

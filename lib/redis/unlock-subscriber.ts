@@ -37,8 +37,27 @@ export class Waiter {
     });
   }
 
+  /**
+   * Resolves with `work`'s outcome, or `fallback` after `ms`; rejects if the waiter is cancelled
+   * meanwhile. A wake that arrives meanwhile is kept for the next `sleep`.
+   */
+  waitFor<T>(work: Promise<T>, ms: number, fallback: T): Promise<T> {
+    if (this.cancelledWith) return Promise.reject(this.cancelledWith);
+    return new Promise<T>((resolve, reject) => {
+      const done = (value: T): void => {
+        if (this.fail !== reject) return;
+        clearTimeout(this.timer);
+        this.fail = this.timer = undefined;
+        resolve(value);
+      };
+      this.fail = reject;
+      this.timer = setTimeout(() => done(fallback), ms);
+      work.then(done, () => done(fallback));
+    });
+  }
+
   wake(): void {
-    if (this.sleeping) this.settle();
+    if (this.wakeUp) this.settle();
     else this.pendingWake = true;
   }
 
@@ -61,7 +80,10 @@ export class Waiter {
 
 interface ChannelSeats {
   readonly waiters: Waiter[];
-  readonly subscribed: Promise<unknown>;
+  /** True once Redis confirmed the subscription (ioredis renews it by itself after a reconnect). */
+  active: boolean;
+  /** The subscription in progress: true when it took, false when it failed (the next ask retries). */
+  pending: Promise<boolean> | undefined;
 }
 
 /**
@@ -84,6 +106,9 @@ export class UnlockSubscriber {
     );
     // Errors surface through the waits' own timeouts; an unhandled 'error' event would crash the process.
     connection.on('error', (error: Error) => this.logger.debug?.(`subscriber: ${error.message}`));
+    // Back from a disconnection, unlock messages may have been missed (or Redis restarted empty):
+    // every waiter retries now instead of sleeping out its lock's TTL.
+    connection.on('ready', () => this.wakeAll());
     if (isCluster(connection)) {
       // A shard that stops serving a channel (its slot moved: Redis drops the subscription with an
       // unrequested SUNSUBSCRIBE, which ioredis reports as a node error) is re-subscribed on the
@@ -113,18 +138,40 @@ export class UnlockSubscriber {
     return this.channels.has(channel);
   }
 
-  /** Takes a seat on `channel`; resolves once the subscription is active. */
-  async join(channel: string): Promise<Waiter> {
+  /**
+   * Takes a seat on `channel` and starts its subscription if this is the first seat. Does not wait
+   * for the subscription: ask `subscribed` for that, with a bound.
+   */
+  seat(channel: string): Waiter {
     if (this.closedWith) throw this.closedWith;
     const waiter = new Waiter(channel);
     let seats = this.channels.get(channel);
     if (!seats) {
-      seats = { waiters: [], subscribed: this.subscribe(channel) };
+      seats = { waiters: [], active: false, pending: undefined };
       this.channels.set(channel, seats);
+      this.startSubscription(channel, seats);
     }
     seats.waiters.push(waiter);
+    return waiter;
+  }
+
+  /**
+   * Whether `waiter`'s channel is subscribed, waiting at most `ms` for a subscription in progress
+   * (a failed one is tried again). False means: no pub/sub wake can be counted on yet.
+   */
+  subscribed(waiter: Waiter, ms: number): Promise<boolean> {
+    const seats = this.channels.get(waiter.channel);
+    if (!seats) return Promise.resolve(false);
+    if (seats.active) return Promise.resolve(true);
+    const pending = seats.pending ?? this.startSubscription(waiter.channel, seats);
+    return ms > 0 ? waiter.waitFor(pending, ms, false) : Promise.resolve(false);
+  }
+
+  /** Takes a seat on `channel`; resolves once the subscription is active. */
+  async join(channel: string): Promise<Waiter> {
+    const waiter = this.seat(channel);
     try {
-      await seats.subscribed;
+      if (!(await this.subscribed(waiter, Number.MAX_SAFE_INTEGER))) throw new Error(`SUBSCRIBE ${channel} failed`);
     } catch (error) {
       this.leave(waiter);
       throw error;
@@ -155,6 +202,26 @@ export class UnlockSubscriber {
     this.closedWith = error;
     for (const seats of this.channels.values()) for (const waiter of seats.waiters) waiter.cancel(error);
     this.channels.clear();
+  }
+
+  private wakeAll(): void {
+    for (const seats of this.channels.values()) for (const waiter of seats.waiters) waiter.wake();
+  }
+
+  private startSubscription(channel: string, seats: ChannelSeats): Promise<boolean> {
+    const pending = this.subscribe(channel).then(
+      () => {
+        seats.active = true;
+        return true;
+      },
+      (error: Error) => {
+        if (seats.pending === pending) seats.pending = undefined;
+        this.logger.debug?.(`subscribe ${channel}: ${error.message}`);
+        return false;
+      },
+    );
+    seats.pending = pending;
+    return pending;
   }
 
   private deliver(channel: string, message: string): void {

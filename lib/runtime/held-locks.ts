@@ -22,6 +22,8 @@ export type Renewal = ScriptRenewal | CustomRenewal;
 /** What a lock kind says about a successful acquisition. */
 export interface HoldTerms {
   readonly leaseMs: number;
+  /** The acquisition's fencing token (none for a read lock). */
+  readonly fencingToken?: number;
   /** Present when the watchdog keeps the lock alive (no `leaseTime`). */
   readonly renewal?: Renewal;
   /** Releases one hold (used at shutdown to let go of what this instance still holds). */
@@ -34,6 +36,8 @@ export class HeldLock {
   renewal: Renewal | undefined;
   leaseMs: number;
   readonly releaseOne: () => Promise<unknown>;
+  /** The fencing token of the first acquisition: re-entries keep it. */
+  fencingToken: number | undefined;
   /** When the lease last started (acquire or renewal); the lock is gone after `+ leaseMs`. */
   leaseStartedAt = Date.now();
   // Created on first use of `signal`: most holds end without anyone looking at it, and an
@@ -48,6 +52,7 @@ export class HeldLock {
     terms: HoldTerms,
   ) {
     this.leaseMs = terms.leaseMs;
+    this.fencingToken = terms.fencingToken;
     this.renewal = terms.renewal;
     this.releaseOne = terms.releaseOne;
   }
@@ -98,9 +103,13 @@ export class HeldLocks {
     if (!hold) {
       hold = new HeldLock(name, lockKey, ownerId, terms);
       this.add(hold);
-    } else if (terms.renewal || !hold.renewal) {
-      hold.renewal = terms.renewal;
-      hold.leaseMs = terms.leaseMs;
+    } else {
+      if (terms.renewal || !hold.renewal) {
+        hold.renewal = terms.renewal;
+        hold.leaseMs = terms.leaseMs;
+      }
+      // A write hold taken by an owner that already reads (its read hold has no token) brings one.
+      hold.fencingToken ??= terms.fencingToken;
     }
     hold.leaseStartedAt = Date.now();
     hold.holdCount += 1;

@@ -1,8 +1,9 @@
 import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { LockShutdownError } from '../errors';
-import { SHUTDOWN_RELEASE_FAILED } from '../lock.messages';
+import { CONNECTION_FAILED, SHUTDOWN_RELEASE_FAILED } from '../lock.messages';
 import { isRedisClient, RedisConnectionOption, ResolvedLockOptions } from '../lock.options';
+import { boundedCall, type CallTicket } from '../redis/bounded-call';
 import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { closeConnection, isCluster, RedisClient } from '../redis/redis-client';
@@ -15,8 +16,12 @@ import { Watchdog } from './watchdog';
 
 /** How long a release's outcome is kept for a resent release (ioredis replays after a reconnect). */
 const RELEASE_RECORD_TTL_MS = 10_000;
-/** Upper bound on letting go of held locks at shutdown. */
-const SHUTDOWN_RELEASE_BUDGET_MS = 2_000;
+/**
+ * How long a name's last fencing token is remembered after its last acquisition, in ms (beyond
+ * that, tokens keep growing with the server clock): covers a clock stepping back, without one key
+ * per lock name kept forever.
+ */
+const FENCE_MEMORY_MS = 3_600_000;
 
 /**
  * Opens a connection for a URL or options (lazily: nothing connects before the first command);
@@ -80,24 +85,30 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly publishCommand: 'publish' | 'spublish';
   readonly releaseRecordTtlMs = RELEASE_RECORD_TTL_MS;
   readonly wakeMessageOnForceUnlock = WAKE_ONE;
+  readonly fenceMemoryMs = FENCE_MEMORY_MS;
   /** The independent masters of `redlock.clients`, when configured. */
   readonly redlockMasters: RedLockMasters | undefined;
 
   private readonly ownsClient: boolean;
   private readonly subscriberConnection: RedisClient;
   private shuttingDown = false;
+  /** The connection failure was logged; quiet until the connection is ready again. */
+  private connectionFailureLogged = false;
 
   constructor(readonly options: ResolvedLockOptions) {
     const { client, owned } = connectionFor(options.redis, 'lock-commands');
     this.client = client;
     this.ownsClient = owned;
-    if (owned) client.on('error', (error: Error) => this.logger.debug?.(`commands: ${error.message}`));
+    if (owned) {
+      client.on('error', (error: Error) => this.connectionFailed(error));
+      client.on('ready', () => (this.connectionFailureLogged = false));
+    }
     const sharded = isCluster(client);
     this.publishCommand = sharded ? 'spublish' : 'publish';
     this.subscriberConnection = duplicateForSubscriber(client);
     this.subscriber = new UnlockSubscriber(this.subscriberConnection, sharded);
     this.keys = new LockKeys(options.keyPrefix);
-    this.watchdog = new Watchdog(this.holds, Math.floor(options.watchdogTimeout / 3), this.logger);
+    this.watchdog = new Watchdog(this.holds, Math.floor(options.watchdogTimeout / 3), options.commandTimeout, this.logger);
     const { redlock } = options;
     this.redlockMasters =
       redlock &&
@@ -108,6 +119,14 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       );
   }
 
+  /**
+   * One Redis call on behalf of lock `lockName`, bounded by `commandTimeout`: settles in time
+   * whatever Redis does, and any Redis failure becomes a `LockUnavailableError`.
+   */
+  call<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T> {
+    return boundedCall(lockName, this.options.commandTimeout, work);
+  }
+
   /** The owner a new lock object takes: the call chain's owner of `lockKey`, else `fallbackOwner`, else a new one. */
   ownerFor(lockKey: string, fallbackOwner?: string): string {
     return this.ownerContext.ownerOf(lockKey) ?? fallbackOwner ?? this.ids.nextOwner();
@@ -116,7 +135,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   /** Connects the connection the library opened once every module is initialised (and validated). */
   onApplicationBootstrap(): void {
     if (this.ownsClient && this.client.status === 'wait') {
-      this.client.connect().catch((error: Error) => this.logger.warn(`Redis connection failed: ${error.message}`));
+      // The 'error' event names the address and the cause; connect()'s rejection only says it closed.
+      this.client.connect().catch((error: Error) => this.logger.debug?.(`commands: ${error.message}`));
     }
     this.redlockMasters?.connect();
   }
@@ -136,6 +156,16 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     ]);
   }
 
+  /** Logs the first failure of a connection the library opened, with its address and cause. */
+  private connectionFailed(error: Error): void {
+    if (this.connectionFailureLogged) {
+      this.logger.debug?.(`commands: ${error.message}`);
+      return;
+    }
+    this.connectionFailureLogged = true;
+    this.logger.warn(CONNECTION_FAILED(describeAddress(this.client), error.message));
+  }
+
   private async releaseHeldLocks(): Promise<void> {
     const holds = this.holds.all();
     if (holds.length === 0) return;
@@ -148,7 +178,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       await Promise.race([
         Promise.all(releases),
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`timed out after ${SHUTDOWN_RELEASE_BUDGET_MS} ms`)), SHUTDOWN_RELEASE_BUDGET_MS);
+          const budget = this.options.commandTimeout;
+          timer = setTimeout(() => reject(new Error(`timed out after ${budget} ms`)), budget);
         }),
       ]);
     } catch (error) {
@@ -157,4 +188,16 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       clearTimeout(timer);
     }
   }
+}
+
+/** `host:port` of a standalone client, the sentinels' or the startup nodes' addresses otherwise. */
+export function describeAddress(client: RedisClient): string {
+  const hostPort = (node: { host?: string; port?: number }, port: number): string => `${node.host ?? '127.0.0.1'}:${node.port ?? port}`;
+  if (isCluster(client)) {
+    const nodes = (client as unknown as { startupNodes?: Array<string | number | { host?: string; port?: number }> }).startupNodes ?? [];
+    return `cluster ${nodes.map((node) => (typeof node === 'object' ? hostPort(node, 6379) : String(node))).join(', ')}`;
+  }
+  const { host, port, path, sentinels, name } = client.options;
+  if (sentinels?.length) return `sentinels ${sentinels.map((s) => hostPort(s, 26379)).join(', ')} (master ${name})`;
+  return path || hostPort({ host, port }, 6379);
 }

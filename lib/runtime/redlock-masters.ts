@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisOptions } from 'ioredis';
-import { REDLOCK_CONNECTION_FAILED, REDLOCK_MASTER_SILENT, REDLOCK_MASTER_UNREACHABLE } from '../lock.messages';
+import { REDLOCK_CONNECTION_FAILED, REDLOCK_MASTER_UNREACHABLE } from '../lock.messages';
+import { withTimeout } from '../redis/bounded-call';
 import { closeConnection, type RedisClient } from '../redis/redis-client';
 
 /**
@@ -36,16 +37,6 @@ export interface Votes {
 /** Between connections: ioredis would hold a command until its next reconnect attempt. */
 const isDown = (client: RedisClient): boolean =>
   client.status === 'reconnecting' || client.status === 'close' || client.status === 'end';
-
-function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    work,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(REDLOCK_MASTER_SILENT(ms))), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 /**
  * The independent masters of `redlock.clients`: their connections, the majority they form, and

@@ -59,11 +59,12 @@ export function runNamed<T>(
  * callers never do, and the hold then never has to create its AbortController.
  */
 function runContext(lock: OwnedLock | MultiLock, name: string | readonly string[]): LockRunContext {
-  if ('locks' in lock) return { name, signal: lock.signal };
+  if ('locks' in lock) return { name, signal: lock.signal, fencingToken: undefined, fencingTokens: lock.getFencingTokens() };
   const hold = lock.hold;
   let signal: AbortSignal | undefined;
   return {
     name,
+    fencingToken: lock.getFencingToken(),
     get signal(): AbortSignal {
       signal ??= hold?.signal ?? new AbortController().signal;
       return signal;

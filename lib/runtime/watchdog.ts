@@ -1,24 +1,11 @@
 import { Logger } from '@nestjs/common';
 import calculateSlot from 'cluster-key-slot';
 import { LOCK_LOST, RENEWAL_FAILED } from '../lock.messages';
+import { withTimeout } from '../redis/bounded-call';
 import { isNoScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import type { CustomRenewal, HeldLock, HeldLocks, ScriptRenewal } from './held-locks';
 
-/** A renewal that hangs (a frozen server) must not block the rounds after it. */
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      work,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * One timer per module instance renews every watchdog-kept hold each `watchdogTimeout / 3`, in one
@@ -33,6 +20,8 @@ export class Watchdog {
   constructor(
     private readonly holds: HeldLocks,
     private readonly intervalMs: number,
+    /** Bound of one round's wait for Redis (never more than the interval, so rounds cannot pile up). */
+    private readonly commandTimeout: number,
     private readonly logger: Logger,
   ) {
     holds.whenFirstHeld(() => this.start());
@@ -74,6 +63,13 @@ export class Watchdog {
     for (const hold of this.holds.all()) {
       if (!hold.renewal) {
         if (now - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'its leaseTime ran out', false);
+        continue;
+      }
+      // The lease ran out before this round could renew it (the process was paused or stalled, or
+      // Redis did not answer in time): another owner may hold the lock now, so it counts as lost
+      // whatever a renewal would say.
+      if (now - hold.leaseStartedAt >= hold.leaseMs) {
+        this.lose(hold, 'its lease ran out before it was renewed (process paused or Redis unreachable)');
         continue;
       }
       if ('renew' in hold.renewal) {
@@ -121,7 +117,9 @@ export class Watchdog {
         const { call } = hold.renewal as ScriptRenewal;
         pipeline.evalsha(call.script.sha, call.keys.length, ...call.keys, ...call.args);
       }
-      results = ((await withTimeout(pipeline.exec(), this.intervalMs)) ?? []) as Array<[Error | null, unknown]>;
+      results = ((await withTimeout(pipeline.exec(), Math.min(this.intervalMs, this.commandTimeout))) ?? []) as Array<
+        [Error | null, unknown]
+      >;
     } catch (error) {
       results = batch.map(() => [error as Error, undefined]);
     }
@@ -131,7 +129,7 @@ export class Watchdog {
         if (error && isNoScript(error)) {
           const { call } = hold.renewal as ScriptRenewal;
           try {
-            [error, renewed] = [null, await call.script.run(client, call.keys, call.args)];
+            [error, renewed] = [null, await withTimeout(call.script.run(client, call.keys, call.args), this.commandTimeout)];
           } catch (retryError) {
             error = retryError as Error;
           }

@@ -1,0 +1,84 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpStatus } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { throwError } from 'rxjs';
+import { LockTimeoutError, LockUnavailableError } from '../errors';
+
+/** The JSON body of a 423 answer. */
+export interface LockedResponseBody {
+  statusCode: 423;
+  error: 'Locked';
+  message: string;
+  lockName: string | readonly string[];
+  waitTime: number;
+}
+
+/** The JSON body of a 503 answer (it comes with a `Retry-After` header). */
+export interface LockUnavailableResponseBody {
+  statusCode: 503;
+  error: 'Service Unavailable';
+  message: string;
+  lockName: string | readonly string[];
+}
+
+/** The HTTP answer for a lock error: status, body and headers. */
+export function lockErrorResponse(error: LockTimeoutError | LockUnavailableError): {
+  status: number;
+  body: LockedResponseBody | LockUnavailableResponseBody;
+  headers: Record<string, string>;
+} {
+  if (error instanceof LockUnavailableError) {
+    return {
+      status: HttpStatus.SERVICE_UNAVAILABLE,
+      body: { statusCode: 503, error: 'Service Unavailable', message: error.message, lockName: error.lockName },
+      headers: { 'Retry-After': String(error.retryAfter) },
+    };
+  }
+  return {
+    status: HttpStatus.LOCKED,
+    body: { statusCode: 423, error: 'Locked', message: error.message, lockName: error.lockName, waitTime: error.waitTime },
+    headers: {},
+  };
+}
+
+/**
+ * Registered by LockModule for the whole application. In an HTTP request, a lock not acquired
+ * within its `waitTime` (decorated method or `run`) answers 423 Locked, and Redis being unreachable
+ * answers 503 Service Unavailable with a `Retry-After` header; both with a JSON body naming the
+ * lock, never 500. Contention is expected, so nothing is logged as an error. Other contexts get the
+ * error itself: an RPC caller receives it through the transport, a WebSocket client as an
+ * `exception` event, anything else (GraphQL, plain providers) sees it rethrown as if no filter existed.
+ */
+@Catch(LockTimeoutError, LockUnavailableError)
+export class LockErrorFilter implements ExceptionFilter<LockTimeoutError | LockUnavailableError> {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  catch(error: LockTimeoutError | LockUnavailableError, host: ArgumentsHost): unknown {
+    switch (host.getType<string>()) {
+      case 'http':
+        return this.reply(error, host);
+      case 'rpc':
+        return throwError(() => error);
+      case 'ws':
+        host.switchToWs().getClient<{ emit?: (event: string, body: unknown) => void }>().emit?.('exception', {
+          status: 'error',
+          message: error.message,
+          lockName: error.lockName,
+        });
+        return undefined;
+      default:
+        throw error;
+    }
+  }
+
+  private reply(error: LockTimeoutError | LockUnavailableError, host: ArgumentsHost): void {
+    const { httpAdapter } = this.adapterHost;
+    const response: unknown = host.switchToHttp().getResponse();
+    if (httpAdapter.isHeadersSent(response)) {
+      httpAdapter.end(response);
+      return;
+    }
+    const { status, body, headers } = lockErrorResponse(error);
+    for (const [name, value] of Object.entries(headers)) httpAdapter.setHeader(response, name, value);
+    httpAdapter.reply(response, body, status);
+  }
+}
