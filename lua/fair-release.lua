@@ -28,15 +28,17 @@ local sharedChannel = ARGV[6]
 local unlockMessage = ARGV[7]
 local grantedBy = ARGV[8]
 
-local recorded = redis.call('get', recordKey)
-if recorded then
-  return tonumber(recorded)
-end
-
-if redis.call('hexists', lockKey, ownerId) == 0 then
-  return nil
-end
-if grantedBy ~= '' then
+if grantedBy == '' then
+  local recorded = redis.call('get', recordKey)
+  if recorded then
+    return tonumber(recorded)
+  end
+  if redis.call('hexists', lockKey, ownerId) == 0 then
+    return nil
+  end
+else
+  -- Undo only what that acquire request granted. Idempotent by itself (the request id is cleared)
+  -- and never recorded: if ioredis resends the acquire and then this undo, the undo applies again.
   if redis.call('hget', lockKey, ownerId .. ':rq') ~= grantedBy then
     return nil
   end
@@ -66,5 +68,7 @@ else
   end
   outcome = 1
 end
-redis.call('set', recordKey, outcome, 'px', recordTtlMs)
+if grantedBy == '' then
+  redis.call('set', recordKey, outcome, 'px', recordTtlMs)
+end
 return outcome

@@ -22,15 +22,17 @@ local publishCommand = ARGV[4]
 local unlockMessage = ARGV[5]
 local grantedBy = ARGV[6]
 
-local recorded = redis.call('get', recordKey)
-if recorded then
-  return tonumber(recorded)
-end
-
-if redis.call('hexists', lockKey, ownerId) == 0 then
-  return nil
-end
-if grantedBy ~= '' then
+if grantedBy == '' then
+  local recorded = redis.call('get', recordKey)
+  if recorded then
+    return tonumber(recorded)
+  end
+  if redis.call('hexists', lockKey, ownerId) == 0 then
+    return nil
+  end
+else
+  -- Undo only what that acquire request granted. Idempotent by itself (the request id is cleared)
+  -- and never recorded: if ioredis resends the acquire and then this undo, the undo applies again.
   if redis.call('hget', lockKey, ownerId .. ':rq') ~= grantedBy then
     return nil
   end
@@ -46,5 +48,7 @@ else
   redis.call(publishCommand, channel, unlockMessage)
   outcome = 1
 end
-redis.call('set', recordKey, outcome, 'px', recordTtlMs)
+if grantedBy == '' then
+  redis.call('set', recordKey, outcome, 'px', recordTtlMs)
+end
 return outcome

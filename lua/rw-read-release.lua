@@ -26,11 +26,14 @@ local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
 local HOLDS_OTHER_MODE = -1
 
-local recorded = redis.call('get', recordKey)
-if recorded then
-  return tonumber(recorded)
-end
-if grantedBy ~= '' then
+if grantedBy == '' then
+  local recorded = redis.call('get', recordKey)
+  if recorded then
+    return tonumber(recorded)
+  end
+else
+  -- Undo only what that acquire request granted. Idempotent by itself (the request id is cleared)
+  -- and never recorded: if ioredis resends the acquire and then this undo, the undo applies again.
   if redis.call('hget', rwKey, requestField) ~= grantedBy then
     return nil
   end
@@ -78,5 +81,7 @@ else
   redis.call('pexpire', rwKey, longest)
   redis.call('pexpire', leasesKey, longest)
 end
-redis.call('set', recordKey, outcome, 'px', recordTtlMs)
+if grantedBy == '' then
+  redis.call('set', recordKey, outcome, 'px', recordTtlMs)
+end
 return outcome
