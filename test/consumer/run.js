@@ -174,7 +174,7 @@ export class AppModule {}
     // The README's recipe: an app-wide catch-all filter that keeps the library's 423/503 answers.
     files['src/all-exceptions.filter.ts'] = `import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { LockError } from 'nestjs-redis-locks';
+import { lockErrorResponse, LockTimeoutError, LockUnavailableError } from 'nestjs-redis-locks';
 
 @Catch()
 export class AllExceptionsFilter implements ExceptionFilter {
@@ -183,12 +183,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const { httpAdapter } = this.adapterHost;
     const response: unknown = host.switchToHttp().getResponse();
-    // LockTimeoutError carries statusCode 423, LockUnavailableError 503: keep them.
-    if (exception instanceof LockError && 'statusCode' in exception && typeof exception.statusCode === 'number') {
-      const { statusCode } = exception;
-      if (statusCode === 503) httpAdapter.setHeader(response, 'Retry-After', '3');
-      const lockName = 'lockName' in exception ? exception.lockName : undefined;
-      httpAdapter.reply(response, { statusCode, message: exception.message, lockName, handledBy: 'app' }, statusCode);
+    if (exception instanceof LockTimeoutError || exception instanceof LockUnavailableError) {
+      const { status, body, headers } = lockErrorResponse(exception);
+      for (const [name, value] of Object.entries(headers)) httpAdapter.setHeader(response, name, value);
+      httpAdapter.reply(response, { ...body, handledBy: 'app' }, status);
       return;
     }
     const status = exception instanceof HttpException ? exception.getStatus() : HttpStatus.INTERNAL_SERVER_ERROR;
@@ -400,7 +398,13 @@ async function check(name, app, { ownFilter }) {
   expectEqual(contended.status, 423, `${name} GET /work/b while held`);
   expectEqual(contended.body.statusCode, 423, `${name} 423 body.statusCode`);
   expectEqual(String(contended.body.lockName), 'work:b', `${name} 423 body.lockName`);
+  expectEqual(contended.body.error, 'Locked', `${name} 423 body.error`);
   if (ownFilter) expectEqual(contended.body.handledBy, 'app', `${name} answered by the app's own filter`);
+  if (ownFilter) {
+    const missing = await get(app.base, '/nowhere');
+    expectEqual(missing.status, 404, `${name} the app's filter still handles other errors`);
+    expectEqual(missing.body.handledBy, 'app', `${name} 404 answered by the app's own filter`);
+  }
   expectEqual(otherKey.status, 200, `${name} GET /work/c (another key) while b is held`);
   const held = await holding;
   expectEqual(held.status, 200, `${name} the holder's answer`);
