@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import calculateSlot from 'cluster-key-slot';
 import type { Cluster } from 'ioredis';
-import { FairLockService, Lock, LockLostError, LockService, ReadWriteLockService } from '../lib';
+import { FairLockService, Lock, LockLostError, LockService, LockUnavailableError, ReadWriteLockService } from '../lib';
 import { completion, spawnFixture } from './support/child-process';
 import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
 import { namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
@@ -252,4 +252,22 @@ describe('Redis Cluster (3 masters)', () => {
     expect(await raw.exists(`lock:${kept}`)).toBe(0);
   }, 60_000);
 
+  it('a frozen master: locks on its shard fail with LockUnavailableError within their bound, other shards keep working', async () => {
+    const COMMAND_TIMEOUT = 500;
+    const bounded = await createLockApp({ redis: cluster.cluster(), commandTimeout: COMMAND_TIMEOUT });
+    const [frozenName, liveName] = await spread('frozen');
+    const frozenMaster = await cluster.masterOf(lockKey(frozenName));
+    frozenMaster.pause();
+    try {
+      const started = Date.now();
+      const error = await bounded.get(LockService).run(frozenName, async () => 'ran', { waitTime: 300 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect(Date.now() - started).toBeLessThan(300 + COMMAND_TIMEOUT + 2_000);
+      expect(await bounded.get(LockService).run(liveName, async () => 'ran', { waitTime: 2_000 })).toBe('ran');
+    } finally {
+      frozenMaster.resume();
+    }
+    expect(await bounded.get(LockService).run(frozenName, async () => 'ran', { waitTime: 5_000 })).toBe('ran');
+    await bounded.close();
+  }, 30_000);
 });

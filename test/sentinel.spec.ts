@@ -1,5 +1,5 @@
 import type { TestingModule } from '@nestjs/testing';
-import { LockError, LockLostError, LockService } from '../lib';
+import { LockError, LockLostError, LockService, LockUnavailableError } from '../lib';
 import { createLockApp, deferred, waitUntil } from './support/lock-app';
 import type { RedisProcess } from './support/redis-process';
 import { startRedisSentinel, TestRedisSentinel } from './support/redis-sentinel';
@@ -111,6 +111,24 @@ describe('Sentinel failover', () => {
     const plain = app.get(LockService).getLock('sync-after');
     expect(await plain.tryLock()).toBe(true);
     await plain.unlock();
+  }, 30_000);
+  it('a frozen primary (no replica left to promote): run fails with LockUnavailableError within its bound, and works once it resumes', async () => {
+    const COMMAND_TIMEOUT = 500;
+    const bounded = await createLockApp({ redis: topology.options(), commandTimeout: COMMAND_TIMEOUT, syncReplicas: 1, syncReplicasTimeout: 300 });
+    const primary = await topology.primary();
+    primary.pause();
+    try {
+      const started = Date.now();
+      const error = await bounded.get(LockService).run('frozen-primary', async () => 'ran', { waitTime: 300 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect(Date.now() - started).toBeLessThan(300 + COMMAND_TIMEOUT + 2_000);
+    } finally {
+      primary.resume();
+    }
+    const plain = app.get(LockService).getLock('frozen-primary');
+    expect(await plain.tryLock({ waitTime: 10_000 })).toBe(true);
+    await plain.unlock();
+    await bounded.close();
   }, 30_000);
 });
 
