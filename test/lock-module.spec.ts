@@ -34,7 +34,11 @@ describe('LockModule', () => {
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [
       ['watchdogTimeout', { watchdogTimeout: -1 }, /"watchdogTimeout".*got -1/],
       ['watchdogTimeout', { watchdogTimeout: '30s' }, /"watchdogTimeout".*got "30s"/],
-      ['defaultWaitTime', { defaultWaitTime: Number.NaN }, /"defaultWaitTime"/],
+      ['defaultWaitTime', { defaultWaitTime: Number.NaN }, /"defaultWaitTime".*\(got NaN\)/],
+      ['watchdogTimeout Infinity', { watchdogTimeout: Number.POSITIVE_INFINITY }, /"watchdogTimeout".*\(got Infinity\)/],
+      ['commandTimeout', { commandTimeout: 0 }, /"commandTimeout" must be a finite number of milliseconds >= 1 \(got 0\)/],
+      ['commandTimeout NaN', { commandTimeout: Number.NaN }, /"commandTimeout".*\(got NaN\)/],
+      ['commandTimeout string', { commandTimeout: '3000' }, /"commandTimeout".*\(got "3000"\)/],
       ['fairLockWaiterTimeout', { fairLockWaiterTimeout: 0 }, /"fairLockWaiterTimeout"/],
       ['keyPrefix', { keyPrefix: 7 }, /"keyPrefix".*got 7/],
       ['redis', { redis: 'localhost:6379' }, /"redis".*got "localhost:6379"/],
