@@ -1,13 +1,15 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { LockExplorer } from './decorators/lock-explorer';
 import { LockErrorFilter } from './http/lock-error.filter';
+import { LockRequestInterceptor } from './http/lock-request.interceptor';
 import { LOCK_MODULE_OPTIONS, ConfigurableLockModule, RESOLVED_LOCK_OPTIONS } from './lock.module-definition';
 import { LockModuleOptions, resolveLockOptions, ResolvedLockOptions } from './lock.options';
 import { LockService } from './lock.service';
 import { FairLockService } from './fair-lock.service';
 import { ReadWriteLockService } from './read-write-lock.service';
 import { LockEngine } from './runtime/lock-engine';
+import { SemaphoreService } from './semaphores/semaphore.service';
 
 /**
  * `LockModule.forRoot(options)` / `LockModule.forRootAsync({ imports, inject, useFactory, isGlobal })`.
@@ -29,9 +31,11 @@ import { LockEngine } from './runtime/lock-engine';
     LockService,
     FairLockService,
     ReadWriteLockService,
+    SemaphoreService,
     LockExplorer,
     { provide: APP_FILTER, useClass: LockErrorFilter },
+    { provide: APP_INTERCEPTOR, useClass: LockRequestInterceptor },
   ],
-  exports: [LockService, FairLockService, ReadWriteLockService],
+  exports: [LockService, FairLockService, ReadWriteLockService, SemaphoreService],
 })
 export class LockModule extends ConfigurableLockModule {}

@@ -5,6 +5,11 @@ import { isCluster, type RedisClient } from './redis-client';
 export const WAKE_ONE = 'one';
 export const WAKE_ALL = 'all';
 export type UnlockMessage = typeof WAKE_ONE | typeof WAKE_ALL;
+/**
+ * Prefix of a message that wakes the waiters it names (space-separated waiter ids), in whichever
+ * process they wait: a semaphore's release wakes exactly the waiters its freed permits admit.
+ */
+export const WAKE_IDS = 'ids:';
 
 /**
  * One waiter's seat on a channel. A wake that arrives while the waiter is busy retrying is kept
@@ -17,7 +22,11 @@ export class Waiter {
   private timer: NodeJS.Timeout | undefined;
   private cancelledWith: Error | undefined;
 
-  constructor(readonly channel: string) {}
+  constructor(
+    readonly channel: string,
+    /** Set for a waiter that a `WAKE_IDS` message can name (a semaphore waiter's permit id). */
+    readonly id?: string,
+  ) {}
 
   get sleeping(): boolean {
     return this.wakeUp !== undefined;
@@ -142,9 +151,9 @@ export class UnlockSubscriber {
    * Takes a seat on `channel` and starts its subscription if this is the first seat. Does not wait
    * for the subscription: ask `subscribed` for that, with a bound.
    */
-  seat(channel: string): Waiter {
+  seat(channel: string, id?: string): Waiter {
     if (this.closedWith) throw this.closedWith;
-    const waiter = new Waiter(channel);
+    const waiter = new Waiter(channel, id);
     let seats = this.channels.get(channel);
     if (!seats) {
       seats = { waiters: [], active: false, pending: undefined };
@@ -228,7 +237,18 @@ export class UnlockSubscriber {
     const seats = this.channels.get(channel);
     if (!seats) return;
     if (message === WAKE_ALL) for (const waiter of seats.waiters) waiter.wake();
+    else if (message.startsWith(WAKE_IDS)) this.wakeNamed(seats, message.slice(WAKE_IDS.length).split(' '));
     else this.wakeOne(seats);
+  }
+
+  /** Wakes the local waiters among `ids` (the others wait in other processes). */
+  private wakeNamed(seats: ChannelSeats, ids: readonly string[]): void {
+    if (ids.length === 1) {
+      seats.waiters.find((w) => w.id === ids[0])?.wake();
+      return;
+    }
+    const named = new Set(ids);
+    for (const waiter of seats.waiters) if (waiter.id !== undefined && named.has(waiter.id)) waiter.wake();
   }
 
   /** Wakes the longest-waiting seat that has not been woken yet. */

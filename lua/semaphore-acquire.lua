@@ -1,0 +1,167 @@
+-- Take permits of a semaphore, or wait for them in its FIFO line.
+-- KEYS[1]  semaphore hash: field permits = the limit (kept while the semaphore is in use), used =
+--          permits held, o:<permit id> = permits that holder took, f:<permit id> = its fencing token,
+--          w:<permit id> = permits a waiter in line asks for
+-- KEYS[2]  holder leases: sorted set permit id -> lease deadline in ms on the server clock; a holder
+--          whose deadline passed (it crashed) gives its permits back at the next script run
+-- KEYS[3]  waiting line: list of permit ids, first come first
+-- KEYS[4]  waiter deadlines: sorted set permit id -> deadline in ms on the server clock, refreshed by
+--          each attempt; a waiter that stops refreshing it (it crashed) leaves the line once it passes
+-- KEYS[5]  fence: the last fencing token handed out for this semaphore (see reentrant-acquire.lua)
+-- KEYS[6]  channel on which released permits wake the waiters they admit
+-- ARGV[1]  permits: the limit the caller expects
+-- ARGV[2]  take: how many permits the caller asks for (1 <= take <= permits)
+-- ARGV[3]  lease in ms
+-- ARGV[4]  permit id (one per acquisition: an owner id)
+-- ARGV[5]  waiter timeout in ms: a waiter's deadline is now + this
+-- ARGV[6]  '1' to join (or keep a place in) the line when not granted; '0' for a single attempt
+--          that never joins
+-- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster
+-- ARGV[8]  how long the fence key outlives its last use, in ms
+-- Returns  {token} when granted (a resent attempt that was granted already gets the same token);
+--          {'limit', stored limit} when the semaphore is in use with another limit;
+--          otherwise how long the caller may sleep before retrying, in ms
+local semKey = KEYS[1]
+local leasesKey = KEYS[2]
+local lineKey = KEYS[3]
+local deadlinesKey = KEYS[4]
+local fenceKey = KEYS[5]
+local channel = KEYS[6]
+local permits = tonumber(ARGV[1])
+local take = tonumber(ARGV[2])
+local leaseMs = tonumber(ARGV[3])
+local permitId = ARGV[4]
+local waiterTimeoutMs = tonumber(ARGV[5])
+local joinLine = ARGV[6] == '1'
+local publishCommand = ARGV[7]
+local fenceMemoryMs = ARGV[8]
+
+-- A resent attempt (ioredis replays unanswered commands after a reconnect) that was granted already.
+local heldToken = redis.call('hget', semKey, 'f:' .. permitId)
+if heldToken then
+  return { tonumber(heldToken) }
+end
+
+local stored = tonumber(redis.call('hget', semKey, 'permits'))
+if stored and stored ~= permits then
+  return { 'limit', stored }
+end
+
+-- The server's clock, never the clients'.
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local nowMicros = tonumber(time[1]) * 1000000 + tonumber(time[2])
+
+-- Holders whose lease ended give their permits back; waiters whose deadline passed leave the line.
+local changed = false
+local expiredHolders = redis.call('zrangebyscore', leasesKey, '-inf', now)
+local freed = 0
+for _, id in ipairs(expiredHolders) do
+  freed = freed + (tonumber(redis.call('hget', semKey, 'o:' .. id)) or 0)
+  redis.call('hdel', semKey, 'o:' .. id, 'f:' .. id)
+  redis.call('zrem', leasesKey, id)
+  changed = true
+end
+if freed > 0 then
+  redis.call('hincrby', semKey, 'used', -freed)
+end
+local expiredWaiters = redis.call('zrangebyscore', deadlinesKey, '-inf', now)
+for _, id in ipairs(expiredWaiters) do
+  redis.call('lrem', lineKey, 1, id)
+  redis.call('zrem', deadlinesKey, id)
+  redis.call('hdel', semKey, 'w:' .. id)
+  changed = true
+end
+
+local used = tonumber(redis.call('hget', semKey, 'used')) or 0
+local free = permits - used
+
+-- Strict FIFO: the caller fits when its request and those of every waiter ahead of it (or of the
+-- whole line, for a caller not in it) fit in the free permits. Nobody passes a waiter that asks
+-- for more, so a caller asking for several permits is never starved by callers asking for one.
+local fits = take <= free
+if fits and free > 0 then
+  local ahead = 0
+  for _, id in ipairs(redis.call('lrange', lineKey, 0, free - 1)) do
+    if id == permitId then break end
+    ahead = ahead + (tonumber(redis.call('hget', semKey, 'w:' .. id)) or 1)
+    if ahead + take > free then
+      fits = false
+      break
+    end
+  end
+end
+
+-- The waiters at the head of the line whose requests fit in `available`, stopping at the first
+-- that does not; the caller itself is left out (it has its answer).
+local function admitted(available)
+  local ids = {}
+  if available <= 0 then return ids end
+  for _, id in ipairs(redis.call('lrange', lineKey, 0, available - 1)) do
+    local want = tonumber(redis.call('hget', semKey, 'w:' .. id)) or 1
+    if want > available then break end
+    available = available - want
+    if id ~= permitId then ids[#ids + 1] = id end
+  end
+  return ids
+end
+
+-- Keys live as long as their latest deadline: dead holders and waiters leave no garbage.
+local function rearm()
+  local latestWaiter = redis.call('zrange', deadlinesKey, -1, -1, 'withscores')
+  local latestLease = redis.call('zrange', leasesKey, -1, -1, 'withscores')
+  local waitersUntil = tonumber(latestWaiter[2] or 0)
+  local holdersUntil = math.max(waitersUntil, tonumber(latestLease[2] or 0))
+  if waitersUntil > now then
+    redis.call('pexpire', lineKey, waitersUntil - now)
+    redis.call('pexpire', deadlinesKey, waitersUntil - now)
+  else
+    redis.call('del', lineKey, deadlinesKey)
+  end
+  if holdersUntil > now then
+    redis.call('pexpire', semKey, holdersUntil - now)
+    redis.call('pexpire', leasesKey, holdersUntil - now)
+  else
+    redis.call('del', semKey, leasesKey)
+  end
+end
+
+local reply
+if fits then
+  if redis.call('zscore', deadlinesKey, permitId) then
+    redis.call('lrem', lineKey, 1, permitId)
+    redis.call('zrem', deadlinesKey, permitId)
+    redis.call('hdel', semKey, 'w:' .. permitId)
+  end
+  -- max(last + 1, server time in microseconds), as reentrant-acquire.lua
+  local token = math.max(nowMicros, (tonumber(redis.call('get', fenceKey)) or 0) + 1)
+  local tokenText = string.format('%.0f', token)
+  redis.call('set', fenceKey, tokenText, 'px', fenceMemoryMs)
+  redis.call('hset', semKey, 'permits', permits, 'o:' .. permitId, take, 'f:' .. permitId, tokenText)
+  redis.call('hincrby', semKey, 'used', take)
+  redis.call('zadd', leasesKey, now + leaseMs, permitId)
+  free = free - take
+  reply = { token }
+else
+  if joinLine then
+    -- Once in line, a retry (or a resent attempt) only refreshes the deadline: never queued twice.
+    if not redis.call('zscore', deadlinesKey, permitId) then
+      redis.call('rpush', lineKey, permitId)
+      redis.call('hset', semKey, 'permits', permits, 'w:' .. permitId, take)
+    end
+    redis.call('zadd', deadlinesKey, now + waiterTimeoutMs, permitId)
+  end
+  -- Sleep until the first lease ends (a permit may come back by expiry) or a heartbeat is due.
+  local first = redis.call('zrange', leasesKey, 0, 0, 'withscores')
+  reply = first[2] and math.max(1, tonumber(first[2]) - now) or waiterTimeoutMs
+end
+
+-- Permits that came back by expiry (or a dead waiter that stood in the way) may admit others.
+if changed then
+  local ids = admitted(free)
+  if #ids > 0 then
+    redis.call(publishCommand, channel, 'ids:' .. table.concat(ids, ' '))
+  end
+end
+if fits or joinLine or changed then rearm() end
+return reply

@@ -1,0 +1,110 @@
+-- Give back the permits of one holder (a release, or a waiter undoing a grant it gave up on), and
+-- wake the waiters at the head of the line that the free permits now admit.
+-- KEYS[1]  semaphore hash (see semaphore-acquire.lua)
+-- KEYS[2]  holder leases (sorted set permit id -> lease deadline, server clock)
+-- KEYS[3]  waiting line (list of permit ids)
+-- KEYS[4]  waiter deadlines (sorted set permit id -> deadline, server clock)
+-- KEYS[5]  channel on which released permits wake the waiters they admit
+-- KEYS[6]  release record: this release's outcome, kept ARGV[3] ms so that a resent release
+--          returns its first answer instead of "not held"
+-- ARGV[1]  permit id
+-- ARGV[2]  publish command: 'publish', or 'spublish' on a cluster
+-- ARGV[3]  how long to keep the release record, in ms
+-- ARGV[4]  '1' when the caller is a waiter giving up: it also leaves the line (its grant, if a late
+--          attempt made one, is given back all the same)
+-- Returns  1 when permits were given back, nil when the permit id holds none (never granted, lost
+--          by expiry, or released already); a waiter giving up gets 0 instead of nil
+local semKey = KEYS[1]
+local leasesKey = KEYS[2]
+local lineKey = KEYS[3]
+local deadlinesKey = KEYS[4]
+local channel = KEYS[5]
+local recordKey = KEYS[6]
+local permitId = ARGV[1]
+local publishCommand = ARGV[2]
+local recordTtlMs = ARGV[3]
+local leaving = ARGV[4] == '1'
+
+local recorded = redis.call('get', recordKey)
+if recorded then
+  return tonumber(recorded)
+end
+
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+local outcome = 0
+if leaving and redis.call('zscore', deadlinesKey, permitId) then
+  redis.call('lrem', lineKey, 1, permitId)
+  redis.call('zrem', deadlinesKey, permitId)
+  redis.call('hdel', semKey, 'w:' .. permitId)
+end
+local taken = tonumber(redis.call('hget', semKey, 'o:' .. permitId))
+local deadline = tonumber(redis.call('zscore', leasesKey, permitId))
+if taken and deadline and deadline > now then
+  outcome = 1
+end
+if taken then
+  -- An expired holder's permits went back (or go back now) all the same: it only is not "held".
+  redis.call('hdel', semKey, 'o:' .. permitId, 'f:' .. permitId)
+  redis.call('zrem', leasesKey, permitId)
+  redis.call('hincrby', semKey, 'used', -taken)
+end
+
+local freed = 0
+for _, id in ipairs(redis.call('zrangebyscore', leasesKey, '-inf', now)) do
+  freed = freed + (tonumber(redis.call('hget', semKey, 'o:' .. id)) or 0)
+  redis.call('hdel', semKey, 'o:' .. id, 'f:' .. id)
+  redis.call('zrem', leasesKey, id)
+end
+if freed > 0 then
+  redis.call('hincrby', semKey, 'used', -freed)
+end
+for _, id in ipairs(redis.call('zrangebyscore', deadlinesKey, '-inf', now)) do
+  redis.call('lrem', lineKey, 1, id)
+  redis.call('zrem', deadlinesKey, id)
+  redis.call('hdel', semKey, 'w:' .. id)
+end
+
+-- Wake the waiters at the head of the line whose requests now fit, in order, stopping at the first
+-- that does not (strict FIFO): one message names them all, whichever process each waits in.
+local permits = tonumber(redis.call('hget', semKey, 'permits'))
+if permits then
+  local available = permits - (tonumber(redis.call('hget', semKey, 'used')) or 0)
+  local ids = {}
+  if available > 0 then
+    for _, id in ipairs(redis.call('lrange', lineKey, 0, available - 1)) do
+      local want = tonumber(redis.call('hget', semKey, 'w:' .. id)) or 1
+      if want > available then break end
+      available = available - want
+      ids[#ids + 1] = id
+    end
+  end
+  if #ids > 0 then
+    redis.call(publishCommand, channel, 'ids:' .. table.concat(ids, ' '))
+  end
+end
+
+-- Keys live as long as their latest deadline (see semaphore-acquire.lua).
+local latestWaiter = redis.call('zrange', deadlinesKey, -1, -1, 'withscores')
+local latestLease = redis.call('zrange', leasesKey, -1, -1, 'withscores')
+local waitersUntil = tonumber(latestWaiter[2] or 0)
+local holdersUntil = math.max(waitersUntil, tonumber(latestLease[2] or 0))
+if waitersUntil > now then
+  redis.call('pexpire', lineKey, waitersUntil - now)
+  redis.call('pexpire', deadlinesKey, waitersUntil - now)
+else
+  redis.call('del', lineKey, deadlinesKey)
+end
+if holdersUntil > now then
+  redis.call('pexpire', semKey, holdersUntil - now)
+  redis.call('pexpire', leasesKey, holdersUntil - now)
+else
+  redis.call('del', semKey, leasesKey)
+end
+
+if outcome == 0 and not leaving then
+  return nil
+end
+redis.call('set', recordKey, outcome, 'px', recordTtlMs)
+return outcome
