@@ -18,6 +18,57 @@ export function asLockError(lockName: string | readonly string[], error: unknown
   return error instanceof LockError ? error : new LockUnavailableError(lockName, error, retryAfterSeconds(timeoutMs));
 }
 
+/** One call in flight: also its ticket. */
+interface PendingCall extends CallTicket {
+  readonly deadline: number;
+  readonly lockName: string | readonly string[];
+  readonly reject: (error: Error) => void;
+}
+
+/**
+ * The calls in flight that share one timeout. Their deadlines come in the order the calls start, so
+ * one timer armed for the oldest call's deadline bounds them all: a call costs a Set entry, not a
+ * timer of its own (measurably cheaper on the uncontended path).
+ */
+class CallDeadlines {
+  private readonly inFlight = new Set<PendingCall>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly timeoutMs: number) {}
+
+  start(call: PendingCall): void {
+    this.inFlight.add(call);
+    this.timer ??= this.arm(this.timeoutMs);
+  }
+
+  settle(call: PendingCall): void {
+    this.inFlight.delete(call);
+  }
+
+  private arm(ms: number): NodeJS.Timeout {
+    const timer = setTimeout(() => this.sweep(), ms);
+    timer.unref(); // a call in flight keeps its connection (and so the process) busy anyway
+    return timer;
+  }
+
+  /** Expires the calls whose deadline passed (the oldest first), then waits for the next one's. */
+  private sweep(): void {
+    this.timer = undefined;
+    const now = Date.now();
+    for (const call of this.inFlight) {
+      if (call.deadline > now) {
+        this.timer = this.arm(call.deadline - now);
+        return;
+      }
+      this.inFlight.delete(call);
+      call.expired = true;
+      call.reject(new LockUnavailableError(call.lockName, new Error(NO_ANSWER(this.timeoutMs)), retryAfterSeconds(this.timeoutMs)));
+    }
+  }
+}
+
+const deadlinesByTimeout = new Map<number, CallDeadlines>();
+
 /**
  * Waits at most `timeoutMs` for `call`, whatever the client's own settings: a frozen server, a
  * dropped reply or a client that queues commands while disconnected all end in a
@@ -28,26 +79,28 @@ export function boundedCall<T>(
   timeoutMs: number,
   call: (ticket: CallTicket) => Promise<T>,
 ): Promise<T> {
-  const ticket: CallTicket = { expired: false };
+  let deadlines = deadlinesByTimeout.get(timeoutMs);
+  if (!deadlines) deadlinesByTimeout.set(timeoutMs, (deadlines = new CallDeadlines(timeoutMs)));
+  const tracker = deadlines;
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      ticket.expired = true;
-      reject(new LockUnavailableError(lockName, new Error(NO_ANSWER(timeoutMs)), retryAfterSeconds(timeoutMs)));
-    }, timeoutMs);
+    const pending: PendingCall = { deadline: Date.now() + timeoutMs, lockName, reject, expired: false };
+    tracker.start(pending);
     let work: Promise<T>;
     try {
-      work = call(ticket);
+      work = call(pending);
     } catch (error) {
       work = Promise.reject(error);
     }
     work.then(
       (value) => {
-        clearTimeout(timer);
+        if (pending.expired) return;
+        tracker.settle(pending);
         resolve(value);
       },
       (error: unknown) => {
-        clearTimeout(timer);
-        ticket.expired = true;
+        if (pending.expired) return;
+        tracker.settle(pending);
+        pending.expired = true;
         reject(asLockError(lockName, error, timeoutMs));
       },
     );
