@@ -4,6 +4,7 @@ import { FairLock } from './locks/fair-lock';
 import { checkLockName } from './lock.service';
 import { LockEngine } from './runtime/lock-engine';
 import { runNamed } from './runtime/run-locked';
+import type { LockInfo } from './introspection/lock-info';
 
 /**
  * Fair locks: waiters get the lock in the order they asked, across processes. A fair lock is the
@@ -27,6 +28,27 @@ export class FairLockService {
    */
   run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T> {
     return runNamed(this.engine, name, (n, owner) => this.fair(n, owner), fn, options);
+  }
+
+  /**
+   * Who holds the lock `name` and who waits for it, in line order, with each one's module instance,
+   * in one round trip (see `LockService.inspect`).
+   */
+  inspect(name: string): Promise<LockInfo> {
+    try {
+      checkLockName(name);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.engine.inspector.inspectLock(name, 'fair');
+  }
+
+  /**
+   * The innermost lock the current call chain holds (a `run` callback or a decorated method, and
+   * everything they call): `{ name, signal, fencingToken }`, or undefined outside any.
+   */
+  current(): LockRunContext | undefined {
+    return this.engine.ownerContext.current();
   }
 
   /** A fair lock bound to the call chain's owner of `name`, else to `fallbackOwner` or a new one. */

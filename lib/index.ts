@@ -11,6 +11,15 @@ export type { AcquireOptions, SemaphoreOptions, SemaphoreRunOptions, SemaphoreIn
 export { SemaphoreLimitError } from './semaphores/semaphore-errors';
 export type { Lock, LockOptions, TryLockOptions, RunOptions, LockRunContext } from './locks/lock';
 export { DistributedLock, FairLock, ReadLock, WriteLock } from './decorators/distributed-lock.decorator';
+export { LockContext } from './decorators/lock-context.decorator';
+export type {
+  LockInfo,
+  LockHolderInfo,
+  LockWaiterInfo,
+  LockInstanceInfo,
+  ListLocksOptions,
+} from './introspection/lock-info';
+export type { LockKind, AcquireOutcome } from './metrics/lock-telemetry';
 export type { DistributedLockOptions, LockKey, LockMode, ModeLockOptions } from './decorators/distributed-lock.options';
 export { LockErrorFilter, lockErrorResponse } from './http/lock-error.filter';
 export type { LockedResponseBody, LockUnavailableResponseBody } from './http/lock-error.filter';

@@ -142,3 +142,8 @@ export const NO_ANSWER = (timeoutMs: number): string => `no answer within ${time
 export const CONNECTION_FAILED = (address: string, cause: string): string =>
   `Redis connection to ${address} failed (${cause}); the application starts anyway, and locks answer ` +
   'LockUnavailableError until Redis is reachable';
+
+export const LOCK_CONTEXT_ON_CONSTRUCTOR = (className: string): string =>
+  `@LockContext() marks a method parameter; it was put on a constructor parameter of ${className}`;
+
+export const REQUEST_CLOSED = 'The client closed the request while it waited for a lock';

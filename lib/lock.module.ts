@@ -1,7 +1,8 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { LockExplorer } from './decorators/lock-explorer';
 import { LockErrorFilter } from './http/lock-error.filter';
+import { LockRequestInterceptor } from './http/lock-request.interceptor';
 import { LOCK_MODULE_OPTIONS, ConfigurableLockModule, RESOLVED_LOCK_OPTIONS } from './lock.module-definition';
 import { LockModuleOptions, resolveLockOptions, ResolvedLockOptions } from './lock.options';
 import { LockService } from './lock.service';
@@ -33,6 +34,7 @@ import { SemaphoreService } from './semaphores/semaphore.service';
     SemaphoreService,
     LockExplorer,
     { provide: APP_FILTER, useClass: LockErrorFilter },
+    { provide: APP_INTERCEPTOR, useClass: LockRequestInterceptor },
   ],
   exports: [LockService, FairLockService, ReadWriteLockService, SemaphoreService],
 })

@@ -1,4 +1,7 @@
 import Redis, { Cluster, RedisOptions } from 'ioredis';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { INVALID_OPTION, UNKNOWN_OPTION } from './lock.messages';
 
 /** An ioredis client the user owns (never closed by the library), a URL, or ioredis options. */
@@ -44,6 +47,16 @@ export interface LockModuleOptions {
    * queries and shutdown by this. Enforced by the library itself, whatever the client's settings.
    */
   commandTimeout?: number;
+  /**
+   * This module instance's name in `inspect` and `list` (with its host, pid and start time).
+   * Default: the `name` of the package.json in the working directory, else `host:pid`.
+   */
+  clientName?: string;
+  /**
+   * Adds the concrete lock name (`lock.name`) to every metric and span attribute set. Off by
+   * default: names such as `order:42` make one time series per order (cardinality).
+   */
+  telemetryLockNames?: boolean;
   /** Register the module globally. */
   isGlobal?: boolean;
 }
@@ -58,6 +71,8 @@ export interface ResolvedLockOptions {
   readonly syncReplicas: number;
   readonly syncReplicasTimeout: number;
   readonly commandTimeout: number;
+  readonly clientName: string;
+  readonly telemetryLockNames: boolean;
 }
 
 export const LOCK_OPTION_DEFAULTS = {
@@ -81,8 +96,21 @@ const KNOWN_OPTIONS = [
   'syncReplicas',
   'syncReplicasTimeout',
   'commandTimeout',
+  'clientName',
+  'telemetryLockNames',
   'isGlobal',
 ] as const;
+
+/** The default `clientName`: the app's package name (package.json in the working directory), else `host:pid`. */
+export function defaultClientName(): string {
+  try {
+    const { name } = JSON.parse(readFileSync(join(process.cwd(), 'package.json'), 'utf8')) as { name?: unknown };
+    if (typeof name === 'string' && name.length > 0) return name;
+  } catch {
+    // no readable package.json: fall back to the host and pid
+  }
+  return `${hostname()}:${process.pid}`;
+}
 
 /** The watchdog renews every third of the lease: below this it would spin. */
 const MIN_WATCHDOG_TIMEOUT = 30;
@@ -159,6 +187,12 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   if (raw.isGlobal !== undefined && typeof raw.isGlobal !== 'boolean') {
     throw new Error(INVALID_OPTION('isGlobal', 'a boolean', raw.isGlobal));
   }
+  if (raw.clientName !== undefined && (typeof raw.clientName !== 'string' || raw.clientName.trim() === '')) {
+    throw new Error(INVALID_OPTION('clientName', 'a non-empty string', raw.clientName));
+  }
+  if (raw.telemetryLockNames !== undefined && typeof raw.telemetryLockNames !== 'boolean') {
+    throw new Error(INVALID_OPTION('telemetryLockNames', 'a boolean', raw.telemetryLockNames));
+  }
 
   return {
     redis: checkRedis('redis', pick('redis')),
@@ -170,5 +204,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     syncReplicas: checkCount('syncReplicas', pick('syncReplicas')),
     syncReplicasTimeout: checkMs('syncReplicasTimeout', pick('syncReplicasTimeout'), 1),
     commandTimeout: checkMs('commandTimeout', pick('commandTimeout'), 1),
+    clientName: (raw.clientName as string | undefined) ?? defaultClientName(),
+    telemetryLockNames: (raw.telemetryLockNames as boolean | undefined) ?? false,
   };
 }

@@ -8,6 +8,7 @@ import { RedLock } from './locks/red-lock';
 import { ReentrantLock } from './locks/reentrant-lock';
 import { LockEngine } from './runtime/lock-engine';
 import { runNamed } from './runtime/run-locked';
+import type { ListLocksOptions, LockInfo } from './introspection/lock-info';
 
 export function checkLockName(name: unknown): asserts name is string {
   if (typeof name !== 'string' || name.length === 0) throw new TypeError(INVALID_LOCK_NAME(name));
@@ -37,6 +38,7 @@ export class LockService {
         if (!isOwnedLock(lock)) throw new TypeError(MULTI_LOCK_FOREIGN_MEMBER(i, lock));
         return [lock];
       }),
+      this.engine.telemetry,
     );
   }
 
@@ -59,6 +61,36 @@ export class LockService {
    */
   run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T> {
     return runNamed(this.engine, name, (n, owner) => this.reentrant(n, owner), fn, options);
+  }
+
+  /**
+   * Who holds the lock `name`, in one round trip: holders with their hold counts and module
+   * instances (client name, host, pid, start time), the remaining lease, the fencing token, and
+   * the waiting line if a fair lock of the name has one. A free lock says `locked: false`.
+   */
+  inspect(name: string): Promise<LockInfo> {
+    try {
+      checkLockName(name);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.engine.inspector.inspectLock(name, 'reentrant');
+  }
+
+  /**
+   * Every reentrant, fair and read-write lock that exists now (SCAN, bounded, on every master of a
+   * cluster), as `inspect` describes it; `match` filters the names (`'order:*'`).
+   */
+  list(options?: ListLocksOptions): AsyncIterable<LockInfo> {
+    return this.engine.inspector.list(options);
+  }
+
+  /**
+   * The innermost lock the current call chain holds (a `run` callback or a decorated method, and
+   * everything they call): `{ name, signal, fencingToken }`, or undefined outside any.
+   */
+  current(): LockRunContext | undefined {
+    return this.engine.ownerContext.current();
   }
 
   /** A reentrant lock bound to the call chain's owner of `name`, else to `fallbackOwner` or a new one. */

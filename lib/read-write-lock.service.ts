@@ -5,6 +5,7 @@ import { ReadWriteLockView, type ReadWriteMode } from './locks/read-write-lock-v
 import { checkLockName } from './lock.service';
 import { LockEngine } from './runtime/lock-engine';
 import { runNamed } from './runtime/run-locked';
+import type { LockInfo } from './introspection/lock-info';
 
 /** Read-write locks: many readers at once, or one writer. */
 @Injectable()
@@ -37,6 +38,27 @@ export class ReadWriteLockService {
    */
   runWrite<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T> {
     return this.runIn('write', name, fn, options);
+  }
+
+  /**
+   * Who holds the read-write lock `name` and in which mode (each reader and the writer, with hold
+   * counts and module instances), its lease and, in write mode, the fencing token; one round trip.
+   */
+  inspect(name: string): Promise<LockInfo> {
+    try {
+      checkLockName(name);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.engine.inspector.inspectReadWrite(name);
+  }
+
+  /**
+   * The innermost lock the current call chain holds (a `run` callback or a decorated method, and
+   * everything they call): `{ name, signal, fencingToken }`, or undefined outside any.
+   */
+  current(): LockRunContext | undefined {
+    return this.engine.ownerContext.current();
   }
 
   private runIn<T>(

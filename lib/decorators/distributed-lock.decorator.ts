@@ -3,6 +3,8 @@ import { DECORATOR_NOT_A_METHOD, DECORATOR_ON_STATIC, DECORATOR_STACKED } from '
 import type { DistributedLockOptions, LockKey, ModeLockOptions } from './distributed-lock.options';
 import { bindingOf } from './lock-bindings';
 import { LockedMethod } from './locked-method';
+import { lockContextParameter } from './lock-context.decorator';
+import { requestSignal } from '../http/request-signal';
 
 /** Reflect metadata key under which a locked method's wrapper carries its `LockedMethod`. */
 export const LOCKED_METHOD = Symbol('nestjs-redis-locks:locked-method');
@@ -29,7 +31,7 @@ export function DistributedLock(key: LockKey, options?: DistributedLockOptions):
     const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
     const stacked = lockedMethodOf(original) ? new TypeError(DECORATOR_STACKED(method)) : undefined;
     const locked = new LockedMethod(method, key, options, original, returnType, stacked);
-    descriptor.value = lockedWrapper(original, locked);
+    descriptor.value = lockedWrapper(original, locked, lockContextParameter(target, propertyKey));
   };
 }
 
@@ -54,9 +56,9 @@ export function WriteLock(key: LockKey, options?: ModeLockOptions): MethodDecora
  * above this one write onto the wrapper itself. Calling it resolves the LockModule serving `this`,
  * builds the key (a bad value throws before anything is locked) and runs the method under the lock.
  */
-function lockedWrapper(original: Function, locked: LockedMethod): Function {
+function lockedWrapper(original: Function, locked: LockedMethod, contextIndex: number | undefined): Function {
   const wrapper = new Proxy(original, {
-    apply: (target, thisArg: unknown, args: unknown[]) => callLocked(locked, target, thisArg, args),
+    apply: (target, thisArg: unknown, args: unknown[]) => callLocked(locked, target, thisArg, args, contextIndex),
   });
   for (const key of Reflect.getOwnMetadataKeys(original)) {
     Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, original), wrapper);
@@ -65,8 +67,30 @@ function lockedWrapper(original: Function, locked: LockedMethod): Function {
   return wrapper;
 }
 
-async function callLocked(locked: LockedMethod, original: Function, thisArg: unknown, args: unknown[]): Promise<unknown> {
+/**
+ * In an HTTP request the wait ends when the client disconnects (`LockRequestInterceptor`'s
+ * signal); the `@LockContext()` parameter, if any, receives the lock context.
+ */
+async function callLocked(
+  locked: LockedMethod,
+  original: Function,
+  thisArg: unknown,
+  args: unknown[],
+  contextIndex: number | undefined,
+): Promise<unknown> {
   const binding = bindingOf(thisArg, locked.method);
   const names = locked.namesFor(thisArg, args);
-  return binding.run(locked.mode, names, () => Reflect.apply(original, thisArg, args), locked.runOptions);
+  const signal = requestSignal();
+  const options = signal ? { ...locked.runOptions, signal } : locked.runOptions;
+  if (contextIndex === undefined) return binding.run(locked.mode, names, () => Reflect.apply(original, thisArg, args), options);
+  return binding.run(
+    locked.mode,
+    names,
+    (context) => {
+      const withContext = [...args];
+      withContext[contextIndex] = context;
+      return Reflect.apply(original, thisArg, withContext);
+    },
+    options,
+  );
 }

@@ -52,7 +52,8 @@ export class LockedMethod {
       problem = error as Error;
     }
     this.mode = mode;
-    this.runOptions = runOptions;
+    // Metrics and spans name the lock by its template, never by the concrete key.
+    this.runOptions = { ...runOptions, metricName: metricNameOf(method, key) };
     this.keys = keys;
     this.problem = problem;
   }
@@ -92,6 +93,13 @@ function checkOptions(method: string, options: DistributedLockOptions | undefine
  * to return something else (`string`, an `Observable`, whose work would run after the lock is gone)
  * is refused. `Object` (any, unions) and no metadata at all are accepted.
  */
+/** `lock.key_template`: the template(s) as written; a key function is named by its method. */
+function metricNameOf(method: string, key: LockKey): string {
+  if (typeof key === 'string') return key;
+  if (Array.isArray(key) && key.every((template) => typeof template === 'string')) return key.join(',');
+  return method;
+}
+
 function checkReturnType(method: string, declared: unknown): void {
   if (typeof declared !== 'function' || declared === Promise || declared === Object) return;
   throw new TypeError(DECORATOR_NOT_ASYNC(method, declared.name || 'a non-Promise value'));

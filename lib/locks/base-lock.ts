@@ -2,11 +2,13 @@ import { LockError, LockNotHeldError, LockUnavailableError } from '../errors';
 import { INVALID_TIME, REPLICAS_NOT_SYNCED } from '../lock.messages';
 import { LockKeys } from '../redis/lock-keys';
 import { waitForReplicas } from '../redis/replica-sync';
-import type { CallTicket } from '../redis/bounded-call';
+import { boundedCall, type CallTicket } from '../redis/bounded-call';
 import type { ScriptCall } from '../redis/lua-script';
 import type { Waiter } from '../redis/unlock-subscriber';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
+import { cancellable, type Cancellation, reasonAsError } from '../runtime/cancellation';
+import { observeAcquire, type LockKind } from '../metrics/lock-telemetry';
 import type { Lock, LockOptions, TryLockOptions } from './lock';
 
 /** A granted acquisition: its fencing token (none for a read lock). */
@@ -68,6 +70,8 @@ export abstract class BaseLock implements Lock {
   protected abstract releaseOne(requestId: string, grantedBy?: string, ticket?: CallTicket): Promise<ReleaseResult>;
   /** The script the watchdog replays to renew this owner's hold. */
   protected abstract renewalCall(leaseMs: number): ScriptCall;
+  /** The `lock.kind` of this lock's metrics and spans. */
+  abstract readonly kind: LockKind;
 
   /** Channel whose unlock messages wake this lock's waiters. */
   protected waitChannel(): string {
@@ -99,11 +103,18 @@ export abstract class BaseLock implements Lock {
   }
 
   async lock(options?: LockOptions): Promise<void> {
-    await this.acquire(Number.POSITIVE_INFINITY, options?.leaseTime);
+    await this.observedAcquire(Number.POSITIVE_INFINITY, options);
   }
 
   tryLock(options?: TryLockOptions): Promise<boolean> {
-    return this.acquire(options?.waitTime ?? 0, options?.leaseTime);
+    return this.observedAcquire(options?.waitTime ?? 0, options);
+  }
+
+  /** An acquisition with its telemetry, cancellable through `options.signal`. */
+  private observedAcquire(waitMs: number, options: LockOptions | undefined): Promise<boolean> {
+    return observeAcquire(this.engine.telemetry, this.kind, this.name, options, () => this.getFencingToken(), () =>
+      cancellable(options?.signal, (cancellation) => this.acquire(waitMs, options, cancellation)),
+    );
   }
 
   async unlock(): Promise<void> {
@@ -168,7 +179,8 @@ export abstract class BaseLock implements Lock {
    * rejects with `LockUnavailableError` when the last attempt could not reach Redis. Settles by
    * `waitMs` plus at most one `commandTimeout`.
    */
-  protected async acquire(waitMs: number, leaseTime: number | undefined): Promise<boolean> {
+  protected async acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
+    const leaseTime = options?.leaseTime;
     checkTime('waitTime', waitMs, true);
     checkTime('leaseTime', leaseTime, false);
     if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
@@ -193,8 +205,10 @@ export abstract class BaseLock implements Lock {
         outcome = await this.attemptOnce(leaseMs, requestId, waitMs > 0);
         if (typeof outcome === 'object' && !(outcome instanceof LockUnavailableError)) {
           acquired = true;
-          return await this.held(leaseMs, leaseTime, outcome);
+          if (cancellation?.cancelled) return await this.undoGrant(cancellation);
+          return await this.held(leaseMs, options, outcome);
         }
+        cancellation?.throwIfCancelled();
         outcomeUnknown = outcome instanceof LockUnavailableError;
         if (waitMs <= 0) {
           if (outcome instanceof LockUnavailableError) throw outcome;
@@ -205,6 +219,9 @@ export abstract class BaseLock implements Lock {
       // Take a seat on the channel, then try again once subscribed: a release may have happened
       // before the subscription.
       waiter = engine.subscriber.seat(this.waitChannel());
+      const seated = waiter;
+      // Aborting wakes the waiter with the reason: it leaves its seat (and line) in `finally`.
+      cancellation?.onCancel((reason) => seated.cancel(reasonAsError(reason)));
       let failures = outcomeUnknown ? 1 : 0;
       for (;;) {
         const subscribed = await engine.subscriber.subscribed(
@@ -223,10 +240,12 @@ export abstract class BaseLock implements Lock {
           failures += 1;
         } else if (typeof outcome === 'object') {
           acquired = true;
-          return await this.held(leaseMs, leaseTime, outcome);
+          if (cancellation?.cancelled) return await this.undoGrant(cancellation);
+          return await this.held(leaseMs, options, outcome);
         } else {
           failures = 0;
         }
+        cancellation?.throwIfCancelled();
         const remaining = deadline - Date.now();
         if (remaining <= 0) {
           if (outcome instanceof LockUnavailableError) throw outcome;
@@ -273,13 +292,25 @@ export abstract class BaseLock implements Lock {
     }
   }
 
-  private async held(leaseMs: number, leaseTime: number | undefined, grant: Grant): Promise<true> {
+  /**
+   * A grant that arrived after the caller cancelled (its promise already rejected): give the hold
+   * back at once, so nobody holds what nobody waits for.
+   */
+  private async undoGrant(cancellation: Cancellation): Promise<never> {
+    const releaseId = this.engine.ids.nextRequest();
+    await this.engine.call(this.name, (ticket) => this.releaseOne(releaseId, '', ticket)).catch(() => undefined);
+    throw cancellation.reason;
+  }
+
+  private async held(leaseMs: number, options: LockOptions | undefined, grant: Grant): Promise<true> {
     if (this.engine.options.syncReplicas > 0) await this.confirmReplicated();
+    const leaseTime = options?.leaseTime;
     const terms: HoldTerms = {
       leaseMs,
       fencingToken: grant.fencingToken,
       renewal: leaseTime === undefined ? { client: this.engine.client, call: this.renewalCall(leaseMs) } : undefined,
       releaseOne: () => this.releaseAnyHold(),
+      telemetry: this.engine.telemetry?.holdTelemetry(this.kind, this.name, options),
     };
     this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
     return true;
@@ -290,10 +321,19 @@ export abstract class BaseLock implements Lock {
    * likely to lose it; when fewer confirm in time, lets go of it again and fails.
    */
   private async confirmReplicated(): Promise<void> {
-    const { syncReplicas, syncReplicasTimeout } = this.engine.options;
-    const confirmed = await waitForReplicas(this.engine.client, this.lockKey, syncReplicas, syncReplicasTimeout);
+    const { syncReplicas, syncReplicasTimeout, commandTimeout } = this.engine.options;
+    let confirmed: number;
+    try {
+      // WAIT itself may take syncReplicasTimeout: the bound is that plus one commandTimeout.
+      confirmed = await boundedCall(this.name, syncReplicasTimeout + commandTimeout, () =>
+        waitForReplicas(this.engine.client, this.lockKey, syncReplicas, syncReplicasTimeout),
+      );
+    } catch (error) {
+      void this.engine.call(this.name, () => this.releaseOne(this.engine.ids.nextRequest())).catch(() => undefined);
+      throw error;
+    }
     if (confirmed >= syncReplicas) return;
-    await this.releaseOne(this.engine.ids.nextRequest()).catch(() => undefined);
+    await this.engine.call(this.name, () => this.releaseOne(this.engine.ids.nextRequest())).catch(() => undefined);
     throw new LockError(REPLICAS_NOT_SYNCED(this.name, confirmed, syncReplicas, syncReplicasTimeout));
   }
 }

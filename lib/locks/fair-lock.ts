@@ -19,6 +19,8 @@ const fairScripts = {
  * drop out of the line after `fairLockWaiterTimeout`.
  */
 export class FairLock extends BaseLock {
+  readonly kind = 'fair';
+
   private get lineKeys(): [string, string, string] {
     return [this.lockKey, LockKeys.fairLine(this.lockKey), LockKeys.fairDeadlines(this.lockKey)];
   }

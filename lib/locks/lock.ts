@@ -2,6 +2,16 @@
 export interface LockOptions {
   /** Lease in ms: the lock expires by itself and is never renewed. Omit it to let the watchdog renew. */
   leaseTime?: number;
+  /**
+   * Cancels the wait: once aborted, the pending acquisition rejects at once with the signal's
+   * reason and leaves no waiter, subscription or fair-line place behind. No effect once acquired.
+   */
+  signal?: AbortSignal;
+  /**
+   * The `lock.key_template` attribute of this acquisition's metrics and span (e.g. `'order:#id'`);
+   * the concrete name is never recorded unless the module's `telemetryLockNames` option says so.
+   */
+  metricName?: string;
 }
 
 /** Options of `tryLock()`. */

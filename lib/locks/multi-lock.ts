@@ -1,4 +1,6 @@
 import { MULTI_LOCK_EMPTY } from '../lock.messages';
+import { MEMBER_ACQUISITION, observeAcquire, type AcquisitionOptions, type LockTelemetry } from '../metrics/lock-telemetry';
+import { cancellable } from '../runtime/cancellation';
 import type { Lock, LockOptions, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
 
@@ -9,8 +11,13 @@ import type { OwnedLock } from './owned-lock';
  */
 export class MultiLock implements Lock {
   readonly locks: readonly OwnedLock[];
+  readonly kind = 'multi';
 
-  constructor(locks: readonly OwnedLock[]) {
+  constructor(
+    locks: readonly OwnedLock[],
+    /** The module's telemetry: the multi-lock's acquisition is measured as one (kind `multi`). */
+    private readonly telemetry?: LockTelemetry,
+  ) {
     if (locks.length === 0) throw new TypeError(MULTI_LOCK_EMPTY('A multi-lock'));
     const unique = new Map<string, OwnedLock>();
     for (const lock of locks) if (!unique.has(lock.lockKey)) unique.set(lock.lockKey, lock);
@@ -26,11 +33,21 @@ export class MultiLock implements Lock {
   }
 
   async lock(options?: LockOptions): Promise<void> {
-    await this.acquire(Number.POSITIVE_INFINITY, options?.leaseTime);
+    await this.observedAcquire(Number.POSITIVE_INFINITY, options);
   }
 
   tryLock(options?: TryLockOptions): Promise<boolean> {
-    return this.acquire(options?.waitTime ?? 0, options?.leaseTime);
+    return this.observedAcquire(options?.waitTime ?? 0, options);
+  }
+
+  /**
+   * Aborting `options.signal` rejects at once; the member waiting then leaves its wait, and the
+   * members already taken are released behind the rejection.
+   */
+  private observedAcquire(waitMs: number, options: LockOptions | undefined): Promise<boolean> {
+    return observeAcquire(this.telemetry, this.kind, this.names, options, () => undefined, () =>
+      cancellable(options?.signal, () => this.acquire(waitMs, options)),
+    );
   }
 
   /** Releases every member; the first error (if any) is rethrown after all were tried. */
@@ -85,13 +102,22 @@ export class MultiLock implements Lock {
     return AbortSignal.any(this.locks.map((lock) => lock.hold?.signal ?? new AbortController().signal));
   }
 
-  private async acquire(waitMs: number, leaseTime: number | undefined): Promise<boolean> {
+  private async acquire(waitMs: number, options: LockOptions | undefined): Promise<boolean> {
     const deadline = Date.now() + waitMs;
     const taken: OwnedLock[] = [];
+    const { leaseTime, signal, metricName } = options ?? {};
     try {
       for (const lock of this.locks) {
+        signal?.throwIfAborted();
         const remaining = Math.max(0, deadline - Date.now());
-        if (!(await lock.tryLock({ waitTime: remaining, leaseTime }))) break;
+        const memberOptions: TryLockOptions & AcquisitionOptions = {
+          waitTime: remaining,
+          leaseTime,
+          signal,
+          metricName,
+          [MEMBER_ACQUISITION]: true,
+        };
+        if (!(await lock.tryLock(memberOptions))) break;
         taken.push(lock);
       }
     } finally {

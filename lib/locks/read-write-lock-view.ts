@@ -38,6 +38,8 @@ const forceReleaseScript = LuaScript.named('rw-force-release');
  * reader's lease runs out while the other readers renew theirs.
  */
 export class ReadWriteLockView extends BaseLock {
+  readonly kind: ReadWriteMode;
+
   constructor(
     engine: LockEngine,
     name: string,
@@ -46,6 +48,7 @@ export class ReadWriteLockView extends BaseLock {
     readonly mode: ReadWriteMode,
   ) {
     super(engine, name, readWriteKey, ownerId);
+    this.kind = mode;
   }
 
   private get leasesKey(): string {

@@ -8,6 +8,8 @@ import type { LockEngine } from '../runtime/lock-engine';
 import type { RedisClient } from '../redis/redis-client';
 import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
 import { attemptResult, checkTime } from './base-lock';
+import { observeAcquire } from '../metrics/lock-telemetry';
+import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { LockOptions, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
 
@@ -55,6 +57,7 @@ const driftMs = (leaseMs: number): number => Math.floor(leaseMs * CLOCK_DRIFT_FA
  */
 export class RedLock implements OwnedLock {
   readonly lockKey: string;
+  readonly kind = 'redlock';
 
   constructor(
     private readonly engine: LockEngine,
@@ -77,11 +80,17 @@ export class RedLock implements OwnedLock {
   }
 
   async lock(options?: LockOptions): Promise<void> {
-    await this.acquire(Number.POSITIVE_INFINITY, options?.leaseTime);
+    await this.observedAcquire(Number.POSITIVE_INFINITY, options);
   }
 
   tryLock(options?: TryLockOptions): Promise<boolean> {
-    return this.acquire(options?.waitTime ?? 0, options?.leaseTime);
+    return this.observedAcquire(options?.waitTime ?? 0, options);
+  }
+
+  private observedAcquire(waitMs: number, options: LockOptions | undefined): Promise<boolean> {
+    return observeAcquire(this.engine.telemetry, this.kind, this.name, options, () => this.getFencingToken(), () =>
+      cancellable(options?.signal, (cancellation) => this.acquire(waitMs, options, cancellation)),
+    );
   }
 
   /**
@@ -146,22 +155,35 @@ export class RedLock implements OwnedLock {
     return majorityTtl >= 0 ? majorityTtl : -2;
   }
 
-  private async acquire(waitMs: number, leaseTime: number | undefined): Promise<boolean> {
+  private async acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
+    const leaseTime = options?.leaseTime;
     checkTime('waitTime', waitMs, true);
     checkTime('leaseTime', leaseTime, false);
     if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
     const leaseMs = leaseTime ?? this.engine.options.watchdogTimeout;
     const deadline = Date.now() + waitMs;
+    // Aborting cuts a pause between attempts short.
+    const cancelled =
+      cancellation && new Promise<never>((_, reject) => cancellation.onCancel((reason) => reject(reason)));
+    cancelled?.catch(() => undefined);
     for (;;) {
-      const outcome = await this.attempt(leaseMs, leaseTime);
+      const outcome = await this.attempt(leaseMs, options);
+      if (outcome === true && cancellation?.cancelled) {
+        // Granted after the caller gave up: give back this acquisition's hold.
+        await this.unlock().catch(() => undefined);
+        throw cancellation.reason;
+      }
       if (outcome === true) return true;
+      cancellation?.throwIfCancelled();
       const remaining = deadline - Date.now();
       if (remaining <= 0) {
         // Too few masters answered to tell: that is Redis being unreachable, not contention.
         if (outcome instanceof LockUnavailableError) throw outcome;
         return false;
       }
-      await this.masters.pause(Math.min(remaining, RETRY_DELAY_MS + Math.random() * RETRY_JITTER_MS));
+      const pause = this.masters.pause(Math.min(remaining, RETRY_DELAY_MS + Math.random() * RETRY_JITTER_MS));
+      pause.catch(() => undefined); // a shutdown rejecting it after an abort won the race
+      await (cancelled ? Promise.race([pause, cancelled]) : pause);
     }
   }
 
@@ -169,7 +191,7 @@ export class RedLock implements OwnedLock {
    * One round of the algorithm: ask every master, keep the lock only with a majority in time, and
    * write the token back to a majority. `LockUnavailableError` when too few masters answered.
    */
-  private async attempt(leaseMs: number, leaseTime: number | undefined): Promise<true | false | LockUnavailableError> {
+  private async attempt(leaseMs: number, options: LockOptions | undefined): Promise<true | false | LockUnavailableError> {
     const heldBefore = this.hold !== undefined;
     const startedAt = Date.now();
     const { quorum } = this.masters;
@@ -195,7 +217,7 @@ export class RedLock implements OwnedLock {
       granted = raised.yes >= quorum;
     }
     if (granted && leaseMs - (Date.now() - startedAt) - driftMs(leaseMs) > 0) {
-      this.held(leaseMs, leaseTime, startedAt, token);
+      this.held(leaseMs, options, startedAt, token);
       return true;
     }
     // A failed first attempt lets go of whatever it got; a failed re-entry keeps the hold it had
@@ -207,12 +229,13 @@ export class RedLock implements OwnedLock {
     return false;
   }
 
-  private held(leaseMs: number, leaseTime: number | undefined, startedAt: number, fencingToken: number): void {
+  private held(leaseMs: number, options: LockOptions | undefined, startedAt: number, fencingToken: number): void {
     const terms: HoldTerms = {
       leaseMs,
       fencingToken,
-      renewal: leaseTime === undefined ? { renew: () => this.renew(leaseMs) } : undefined,
+      renewal: options?.leaseTime === undefined ? { renew: () => this.renew(leaseMs) } : undefined,
       releaseOne: () => this.releaseEverywhere(),
+      telemetry: this.engine.telemetry?.holdTelemetry(this.kind, this.name, options),
     };
     const hold = this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
     // The lease began when the first master was asked, not when the last answered.

@@ -6,6 +6,8 @@ import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lo
 
 /** The reentrant lock: a hash of owner -> hold count whose TTL is the lease (DESIGN §4). */
 export class ReentrantLock extends BaseLock {
+  readonly kind = 'reentrant';
+
   protected async attempt(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
     const { scripts, client, fenceMemoryMs } = this.engine;
     return attemptResult(

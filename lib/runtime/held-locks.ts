@@ -1,6 +1,7 @@
 import { LockLostError } from '../errors';
 import type { ScriptCall } from '../redis/lua-script';
 import type { RedisClient } from '../redis/redis-client';
+import type { HoldTelemetry } from '../metrics/lock-telemetry';
 
 /** How the watchdog renews a hold: one script call, batched with the others on the same client. */
 export interface ScriptRenewal {
@@ -28,6 +29,8 @@ export interface HoldTerms {
   readonly renewal?: Renewal;
   /** Releases one hold (used at shutdown to let go of what this instance still holds). */
   readonly releaseOne: () => Promise<unknown>;
+  /** The hold's metrics (`lock.held`, `lock.hold.duration`, `lock.lost`), when telemetry is on. */
+  readonly telemetry?: HoldTelemetry;
 }
 
 /** One owner's holds of one lock in this process: the local mirror of the Redis hold count. */
@@ -38,6 +41,7 @@ export class HeldLock {
   readonly releaseOne: () => Promise<unknown>;
   /** The fencing token of the first acquisition: re-entries keep it. */
   fencingToken: number | undefined;
+  readonly telemetry: HoldTelemetry | undefined;
   /** When the lease last started (acquire or renewal); the lock is gone after `+ leaseMs`. */
   leaseStartedAt = Date.now();
   // Created on first use of `signal`: most holds end without anyone looking at it, and an
@@ -55,6 +59,7 @@ export class HeldLock {
     this.fencingToken = terms.fencingToken;
     this.renewal = terms.renewal;
     this.releaseOne = terms.releaseOne;
+    this.telemetry = terms.telemetry;
   }
 
   /** Aborted with a `LockLostError` when the library learns the lock was lost. */
@@ -69,6 +74,7 @@ export class HeldLock {
   lose(reason: string): LockLostError {
     const error = new LockLostError(this.name, reason);
     this.lostWith = error;
+    this.telemetry?.lost();
     this.controller?.abort(error);
     return error;
   }
@@ -147,6 +153,7 @@ export class HeldLocks {
     owners.delete(hold.ownerId);
     if (owners.size === 0) this.holds.delete(hold.lockKey);
     this.count -= 1;
+    hold.telemetry?.ended();
   }
 
   isCurrent(hold: HeldLock): boolean {
@@ -164,6 +171,7 @@ export class HeldLocks {
     if (!owners) this.holds.set(hold.lockKey, (owners = new Map()));
     owners.set(hold.ownerId, hold);
     this.count += 1;
+    hold.telemetry?.held();
     if (this.count === 1) this.onFirstHold?.();
   }
 }

@@ -13,6 +13,9 @@ import { OwnerContext } from './owner-context';
 import { OwnerIds } from './owner-ids';
 import { REDLOCK_CONNECTION_DEFAULTS, RedLockMasters } from './redlock-masters';
 import { Watchdog } from './watchdog';
+import { InstanceRegistry } from '../introspection/instance-registry';
+import { LockInspector } from '../introspection/lock-inspector';
+import { LockTelemetry } from '../metrics/lock-telemetry';
 
 /** How long a release's outcome is kept for a resent release (ioredis replays after a reconnect). */
 const RELEASE_RECORD_TTL_MS = 10_000;
@@ -88,6 +91,14 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly fenceMemoryMs = FENCE_MEMORY_MS;
   /** The independent masters of `redlock.clients`, when configured. */
   readonly redlockMasters: RedLockMasters | undefined;
+  /**
+   * OpenTelemetry instruments from the global API, taken when the module starts (so an SDK
+   * registered in main.ts is used); undefined when no SDK is registered: then nothing is measured.
+   */
+  readonly telemetry: LockTelemetry | undefined;
+  /** This instance's identity in Redis, for `inspect` (refreshed by the watchdog's rounds). */
+  readonly instances: InstanceRegistry;
+  readonly inspector: LockInspector;
 
   private readonly ownsClient: boolean;
   private readonly subscriberConnection: RedisClient;
@@ -109,6 +120,16 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     this.subscriber = new UnlockSubscriber(this.subscriberConnection, sharded);
     this.keys = new LockKeys(options.keyPrefix);
     this.watchdog = new Watchdog(this.holds, Math.floor(options.watchdogTimeout / 3), options.commandTimeout, this.logger);
+    this.telemetry = LockTelemetry.start({ lockNames: options.telemetryLockNames });
+    this.instances = new InstanceRegistry(
+      client,
+      options.keyPrefix,
+      this.ids.clientId,
+      options.clientName,
+      options.watchdogTimeout,
+      options.commandTimeout,
+    );
+    this.inspector = new LockInspector(this);
     const { redlock } = options;
     this.redlockMasters =
       redlock &&
@@ -132,6 +153,11 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     return this.ownerContext.ownerOf(lockKey) ?? fallbackOwner ?? this.ids.nextOwner();
   }
 
+  /** The subscriber connection's state (ioredis `status`: `ready`, `connecting`, `wait` before first use...). */
+  get subscriberStatus(): string {
+    return this.subscriberConnection.status;
+  }
+
   /** Connects the connection the library opened once every module is initialised (and validated). */
   onApplicationBootstrap(): void {
     if (this.ownsClient && this.client.status === 'wait') {
@@ -139,6 +165,9 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       this.client.connect().catch((error: Error) => this.logger.debug?.(`commands: ${error.message}`));
     }
     this.redlockMasters?.connect();
+    // Registered once, then kept alive by every watchdog round (nothing is written per acquisition).
+    void this.instances.refresh();
+    this.watchdog.startHeartbeat(() => this.instances.refresh());
   }
 
   /** Stop renewing, cancel waits, release what this instance holds, close what it opened. */
@@ -149,6 +178,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     this.subscriber.close(new LockShutdownError());
     this.redlockMasters?.cancelWaits(new LockShutdownError());
     await this.releaseHeldLocks();
+    await this.instances.remove();
     await Promise.all([
       closeConnection(this.subscriberConnection),
       this.ownsClient ? closeConnection(this.client) : Promise.resolve(),

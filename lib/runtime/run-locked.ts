@@ -19,10 +19,18 @@ export async function runLocked<T>(
   const waitTime = options?.waitTime ?? engine.options.defaultWaitTime;
   const members = 'locks' in lock ? lock.locks : [lock];
   const name = 'locks' in lock ? lock.names : lock.name;
-  if (!(await lock.tryLock({ waitTime, leaseTime: options?.leaseTime }))) throw new LockTimeoutError(name, waitTime);
+  const acquired = await lock.tryLock({
+    waitTime,
+    leaseTime: options?.leaseTime,
+    signal: options?.signal,
+    metricName: options?.metricName,
+  });
+  if (!acquired) throw new LockTimeoutError(name, waitTime);
   try {
     const held = members.map((member) => [member.lockKey, member.ownerId] as const);
-    return await engine.ownerContext.runWith(held, () => fn(runContext(lock, name)));
+    // The same object is `fn`'s argument and the services' `current()` inside it.
+    const context = runContext(lock, name);
+    return await engine.ownerContext.runWith(held, () => fn(context), context);
   } finally {
     await lock.unlock().catch((error: unknown) => {
       if (error instanceof LockNotHeldError) engine.logger.warn(RELEASE_FOUND_NOTHING(error.lockName));
@@ -48,7 +56,7 @@ export function runNamed<T>(
   try {
     if (!Array.isArray(name)) return runLocked(engine, lockFor(name as string, undefined), fn, options);
     const owner = engine.ids.nextOwner();
-    return runLocked(engine, new MultiLock(name.map((n: string) => lockFor(n, owner))), fn, options);
+    return runLocked(engine, new MultiLock(name.map((n: string) => lockFor(n, owner)), engine.telemetry), fn, options);
   } catch (error) {
     return Promise.reject(error);
   }

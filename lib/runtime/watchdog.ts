@@ -16,6 +16,13 @@ export class Watchdog {
   private timer: NodeJS.Timeout | undefined;
   private round: Promise<void> | undefined;
   private stopped = false;
+  /** Run with every round, held locks or not (the instance registration); true when it took. */
+  private heartbeat: (() => Promise<boolean>) | undefined;
+  /** When the last round ended (health: `watchdogRoundAgeMs`). */
+  lastRoundAt: number | undefined;
+  /** Since when renewals keep failing (undefined while they succeed): health is down past a lease. */
+  failingSince: number | undefined;
+  private roundFailed = false;
 
   constructor(
     private readonly holds: HeldLocks,
@@ -25,6 +32,12 @@ export class Watchdog {
     private readonly logger: Logger,
   ) {
     holds.whenFirstHeld(() => this.start());
+  }
+
+  /** Runs `beat` with every round and keeps the rounds going while nothing is held. */
+  startHeartbeat(beat: () => Promise<boolean>): void {
+    this.heartbeat = beat;
+    this.start();
   }
 
   stop(): void {
@@ -42,7 +55,8 @@ export class Watchdog {
   renewNow(): Promise<void> {
     this.round ??= this.renewAll().finally(() => {
       this.round = undefined;
-      if (this.holds.size === 0) {
+      this.lastRoundAt = Date.now();
+      if (this.holds.size === 0 && !this.heartbeat) {
         clearInterval(this.timer);
         this.timer = undefined;
       }
@@ -58,6 +72,7 @@ export class Watchdog {
 
   private async renewAll(): Promise<void> {
     const now = Date.now();
+    this.roundFailed = false;
     const batches = new Map<RedisClient, Map<number, HeldLock[]>>();
     const ownRenewals: Promise<void>[] = [];
     for (const hold of this.holds.all()) {
@@ -88,7 +103,10 @@ export class Watchdog {
     for (const [client, bySlot] of batches) {
       for (const batch of bySlot.values()) work.push(this.renewBatch(client, batch));
     }
-    await Promise.all([...work, ...ownRenewals]);
+    const [beat] = await Promise.all([this.heartbeat?.().catch(() => false), ...work, ...ownRenewals]);
+    // A round where every renewal (and the heartbeat) got through ends a failing streak.
+    if (this.roundFailed) this.failingSince ??= now;
+    else if (beat !== false) this.failingSince = undefined;
   }
 
   /** A hold with a renewal of its own (a RedLock): same outcomes as a batched one, on its own. */
@@ -104,8 +122,11 @@ export class Watchdog {
     if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
     if (renewed === true) hold.leaseStartedAt = startedAt;
     else if (renewed === false) this.lose(hold, 'renewal found it no longer held');
-    else if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'renewals failed until its lease ran out');
-    else this.logger.warn(RENEWAL_FAILED(hold.name, failure instanceof Error ? failure.message : String(failure)));
+    else {
+      this.roundFailed = true;
+      if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'renewals failed until its lease ran out');
+      else this.logger.warn(RENEWAL_FAILED(hold.name, failure instanceof Error ? failure.message : String(failure)));
+    }
   }
 
   private async renewBatch(client: RedisClient, batch: HeldLock[]): Promise<void> {
@@ -136,6 +157,7 @@ export class Watchdog {
         }
         if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
         if (error) {
+          this.roundFailed = true;
           if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'renewals failed until its lease ran out');
           else this.logger.warn(RENEWAL_FAILED(hold.name, error.message));
         } else if (renewed === 1) {

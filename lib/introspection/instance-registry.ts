@@ -1,0 +1,111 @@
+import { hostname } from 'node:os';
+import { withTimeout } from '../redis/bounded-call';
+import { isCluster, type RedisClient } from '../redis/redis-client';
+import type { LockInstanceInfo } from './lock-info';
+
+/**
+ * Prefix of every instance key: `keyPrefix` without its trailing colons, then `.instance:`
+ * (`lock.instance:{<client id>}`): beside the locks (an ACL on `lock*` covers it) without being
+ * one of them (`SCAN lock:*` does not see it).
+ */
+export function instanceKeyPrefix(keyPrefix: string): string {
+  return `${keyPrefix.replace(/:+$/, '')}.instance:`;
+}
+
+/** The client id of an owner id (`clientId:n`). */
+export function clientIdOf(ownerId: string): string {
+  const colon = ownerId.lastIndexOf(':');
+  return colon === -1 ? ownerId : ownerId.slice(0, colon);
+}
+
+/** Reads an instance hash (flat `[field, value, ...]` or an object). */
+export function parseInstance(reply: unknown): LockInstanceInfo | undefined {
+  let fields: Record<string, string> = {};
+  if (Array.isArray(reply)) {
+    for (let i = 0; i + 1 < reply.length; i += 2) fields[String(reply[i])] = String(reply[i + 1]);
+  } else if (reply && typeof reply === 'object') {
+    fields = reply as Record<string, string>;
+  }
+  if (!fields.clientId) return undefined;
+  return {
+    clientId: fields.clientId,
+    clientName: fields.clientName ?? '',
+    host: fields.host ?? '',
+    pid: Number(fields.pid),
+    startedAt: fields.startedAt ?? '',
+  };
+}
+
+/**
+ * The module instance's identity in Redis: one small hash per instance (client id, client name,
+ * host, pid, start time) whose TTL is one watchdog lease, written at bootstrap and again by every
+ * watchdog round. Nothing is written per acquisition: owner ids are `clientId:n`, and `inspect`
+ * maps them to this hash. An instance that dies stops refreshing it, so its identity disappears
+ * with its leases; one that shuts down deletes it.
+ */
+export class InstanceRegistry {
+  readonly self: LockInstanceInfo;
+  readonly key: string;
+  /** Prefix of every instance key, before `{client id}`. */
+  readonly keyPrefix: string;
+
+  constructor(
+    private readonly client: RedisClient,
+    keyPrefix: string,
+    clientId: string,
+    clientName: string,
+    private readonly ttlMs: number,
+    private readonly commandTimeout: number,
+  ) {
+    this.keyPrefix = instanceKeyPrefix(keyPrefix);
+    this.key = InstanceRegistry.keyOf(this.keyPrefix, clientId);
+    this.self = { clientId, clientName, host: hostname(), pid: process.pid, startedAt: new Date().toISOString() };
+  }
+
+  static keyOf(instanceKeyPrefix: string, clientId: string): string {
+    return `${instanceKeyPrefix}{${clientId}}`;
+  }
+
+  /** Writes (or re-creates, after Redis lost it) the identity and re-arms its TTL; true when it took. */
+  async refresh(): Promise<boolean> {
+    const { clientId, clientName, host, pid, startedAt } = this.self;
+    try {
+      const pipeline = this.client.multi();
+      pipeline.hset(this.key, 'clientId', clientId, 'clientName', clientName, 'host', host, 'pid', String(pid), 'startedAt', startedAt);
+      pipeline.pexpire(this.key, this.ttlMs);
+      const results = (await withTimeout(pipeline.exec(), this.commandTimeout)) as Array<[Error | null, unknown]> | null;
+      return !!results && results.every(([error]) => !error);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Deletes the identity (a clean shutdown), bounded by `commandTimeout`. */
+  async remove(): Promise<void> {
+    await withTimeout(this.client.del(this.key), this.commandTimeout).catch(() => undefined);
+  }
+
+  /**
+   * Identities of `clientIds` (on a cluster, where the inspect scripts cannot read them: each
+   * lives in its own slot). This instance's own is known without asking.
+   */
+  async lookup(clientIds: Iterable<string>): Promise<Map<string, LockInstanceInfo>> {
+    const found = new Map<string, LockInstanceInfo>();
+    await Promise.all(
+      [...new Set(clientIds)].map(async (clientId) => {
+        if (clientId === this.self.clientId) {
+          found.set(clientId, this.self);
+          return;
+        }
+        const info = parseInstance(await withTimeout(this.client.hgetall(InstanceRegistry.keyOf(this.keyPrefix, clientId)), this.commandTimeout));
+        if (info) found.set(clientId, info);
+      }),
+    );
+    return found;
+  }
+
+  /** Whether the inspect scripts may read instance keys they do not declare (not on a cluster). */
+  get readableFromScripts(): boolean {
+    return !isCluster(this.client);
+  }
+}

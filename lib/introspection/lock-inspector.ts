@@ -1,0 +1,184 @@
+import { LockKeys } from '../redis/lock-keys';
+import { LuaScript } from '../redis/lua-script';
+import { isCluster, type RedisClient } from '../redis/redis-client';
+import { withTimeout } from '../redis/bounded-call';
+import type { LockEngine } from '../runtime/lock-engine';
+import { clientIdOf, parseInstance } from './instance-registry';
+import type { ListLocksOptions, LockHolderInfo, LockInfo, LockInstanceInfo, LockWaiterInfo } from './lock-info';
+
+const scripts = {
+  lock: LuaScript.named('lock-inspect'),
+  readWrite: LuaScript.named('rw-inspect'),
+};
+
+const DEFAULT_SCAN_COUNT = 100;
+
+type Instances = Map<string, LockInstanceInfo>;
+
+/**
+ * `inspect` and `list` (DESIGN §10): one script call per lock reads its holders, counts, modes,
+ * lease, fencing token and fair line, and (on a standalone server or Sentinel) the holders'
+ * instance identities too; on a cluster, whose instance keys live in other slots, unknown
+ * identities cost one more lookup.
+ */
+export class LockInspector {
+  constructor(private readonly engine: LockEngine) {}
+
+  /** A reentrant or fair lock (they share the hash); `kind` is what the asking service calls it. */
+  async inspectLock(name: string, kind: 'reentrant' | 'fair'): Promise<LockInfo> {
+    const lockKey = this.engine.keys.lock(name);
+    const keys = [lockKey, LockKeys.fairLine(lockKey), LockKeys.fairDeadlines(lockKey)];
+    const reply = (await this.engine.call(name, (ticket) =>
+      scripts.lock.run(this.engine.client, keys, [this.instancePrefixForScripts()], ticket),
+    )) as [number, string | null, string[], string[], unknown[]];
+    const [ttl, fence, holderFields, waiterIds, instanceFields] = reply;
+    const instances = await this.instances(instanceFields, [...pairs(holderFields).map(([owner]) => owner), ...waiterIds], name);
+    const holders: LockHolderInfo[] = pairs(holderFields).map(([ownerId, count]) =>
+      withInstance({ ownerId, holdCount: Number(count) }, instances),
+    );
+    const locked = holders.length > 0 && Number(ttl) !== -2;
+    const info: LockInfo = {
+      name,
+      kind: kind === 'reentrant' && waiterIds.length > 0 ? 'fair' : kind,
+      locked,
+      ttl: Number(ttl),
+      ...(locked && fence != null ? { fencingToken: Number(fence) } : {}),
+      holders,
+    };
+    if (kind === 'fair' || waiterIds.length > 0) {
+      return { ...info, waiters: waiterIds.map((ownerId): LockWaiterInfo => withInstance({ ownerId }, instances)) };
+    }
+    return info;
+  }
+
+  async inspectReadWrite(name: string): Promise<LockInfo> {
+    const rwKey = this.engine.keys.readWrite(name);
+    const keys = [rwKey, LockKeys.readWriteLeases(rwKey)];
+    const reply = (await this.engine.call(name, (ticket) =>
+      scripts.readWrite.run(this.engine.client, keys, [this.instancePrefixForScripts()], ticket),
+    )) as [number, string | null, string | null, string[], unknown[]];
+    const [ttl, mode, fence, holderFields, instanceFields] = reply;
+    const triples: Array<[string, string, string]> = [];
+    for (let i = 0; i + 2 < holderFields.length; i += 3) triples.push([holderFields[i], holderFields[i + 1], holderFields[i + 2]]);
+    const instances = await this.instances(instanceFields, triples.map(([owner]) => owner), name);
+    const holders = triples.map(([ownerId, count, holdMode]) =>
+      withInstance({ ownerId, holdCount: Number(count), mode: holdMode as 'read' | 'write' }, instances),
+    );
+    const locked = holders.length > 0 && Number(ttl) !== -2;
+    return {
+      name,
+      kind: 'read-write',
+      locked,
+      ttl: Number(ttl),
+      ...(locked && mode ? { mode: mode as 'read' | 'write' } : {}),
+      ...(locked && fence != null ? { fencingToken: Number(fence) } : {}),
+      holders,
+    };
+  }
+
+  /**
+   * Every lock that exists (SCAN over every master of a cluster, `count` keys per round trip, each
+   * bounded by `commandTimeout`), inspected one by one; a lock that ended meanwhile is skipped.
+   */
+  async *list(options: ListLocksOptions = {}): AsyncGenerator<LockInfo> {
+    const { keyPrefix } = this.engine.options;
+    const count = options.count ?? DEFAULT_SCAN_COUNT;
+    const nameMatches = options.match === undefined ? () => true : globMatcher(options.match);
+    const readWritePrefix = `${keyPrefix}rw:`;
+    const pattern = `${escapeGlob(keyPrefix)}*`;
+    for (const node of this.masters()) {
+      let cursor = '0';
+      do {
+        const [next, keys] = (await this.engine.call('list', () =>
+          node.scan(cursor, 'MATCH', pattern, 'COUNT', count, 'TYPE', 'hash'),
+        )) as [string, string[]];
+        cursor = next;
+        for (const key of keys) {
+          const readWrite = key.startsWith(readWritePrefix);
+          const name = unwrapName(key.slice(readWrite ? readWritePrefix.length : keyPrefix.length));
+          if (!nameMatches(name)) continue;
+          // Only keys that are this library's locks: the name must map back to the same key.
+          if ((readWrite ? this.engine.keys.readWrite(name) : this.engine.keys.lock(name)) !== key) continue;
+          const info = readWrite ? await this.inspectReadWrite(name) : await this.inspectLock(name, 'reentrant');
+          if (info.locked) yield info;
+        }
+      } while (cursor !== '0');
+    }
+  }
+
+  private masters(): RedisClient[] {
+    const { client } = this.engine;
+    return isCluster(client) ? (client.nodes('master') as RedisClient[]) : [client];
+  }
+
+  /** The scripts read instance keys themselves except on a cluster (undeclared keys in other slots). */
+  private instancePrefixForScripts(): string {
+    return isCluster(this.engine.client) ? '' : this.engine.instances.keyPrefix;
+  }
+
+  private async instances(fields: unknown[], ownerIds: string[], name: string): Promise<Instances> {
+    const found: Instances = new Map();
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      const info = parseInstance(fields[i + 1]);
+      if (info) found.set(String(fields[i]), info);
+    }
+    const self = this.engine.instances.self;
+    const missing = ownerIds.map(clientIdOf).filter((id) => !found.has(id));
+    if (missing.length > 0 && isCluster(this.engine.client)) {
+      const looked = await this.engine.call(name, () => withTimeout(this.engine.instances.lookup(missing), this.engine.options.commandTimeout));
+      for (const [id, info] of looked) found.set(id, info);
+    }
+    // This instance knows itself, also before its registration reached Redis.
+    if (ownerIds.some((id) => clientIdOf(id) === self.clientId)) found.set(self.clientId, self);
+    return found;
+  }
+}
+
+function pairs(fields: string[]): Array<[string, string]> {
+  const result: Array<[string, string]> = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) result.push([fields[i], fields[i + 1]]);
+  return result;
+}
+
+function withInstance<T extends { ownerId: string }>(entry: T, instances: Instances): T & { instance?: LockInstanceInfo } {
+  const instance = instances.get(clientIdOf(entry.ownerId));
+  return instance ? { ...entry, instance } : entry;
+}
+
+/** The lock name of a key segment: `{order:7}` -> `order:7`; a name with its own hash tag as is. */
+function unwrapName(segment: string): string {
+  if (segment.startsWith('{') && segment.endsWith('}') && segment.indexOf('}') === segment.length - 1) {
+    return segment.slice(1, -1);
+  }
+  return segment;
+}
+
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
+}
+
+/** Redis glob (`*`, `?`, `[...]`, `\x`) as a matcher of whole names. */
+function globMatcher(glob: string): (name: string) => boolean {
+  let source = '';
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i];
+    if (c === '*') source += '.*';
+    else if (c === '?') source += '.';
+    else if (c === '\\' && i + 1 < glob.length) source += escapeRegExp(glob[++i]);
+    else if (c === '[') {
+      const close = glob.indexOf(']', i + 1);
+      if (close === -1) source += '\\[';
+      else {
+        const body = glob.slice(i + 1, close).replace(/\\/g, '\\\\');
+        source += body.startsWith('^') ? `[^${body.slice(1)}]` : `[${body}]`;
+        i = close;
+      }
+    } else source += escapeRegExp(c);
+  }
+  const regex = new RegExp(`^${source}$`, 's');
+  return (name) => regex.test(name);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}

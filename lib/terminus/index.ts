@@ -1,0 +1,2 @@
+export { LockHealthIndicator } from './lock-health.indicator';
+export type { LockHealthDetails } from './lock-health.indicator';

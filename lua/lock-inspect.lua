@@ -1,0 +1,57 @@
+-- Inspect a reentrant or fair lock in one round trip (reads only).
+-- KEYS[1]  lock hash (see reentrant-acquire.lua): field <owner id> = hold count, <owner id>:rq = last
+--          applied request id, fence = the hold's fencing token; the key's TTL is the lease
+-- KEYS[2]  fair line: list of waiting owner ids, first come first (see fair-acquire.lua)
+-- KEYS[3]  fair deadlines: sorted set owner id -> deadline in ms on the server clock
+-- ARGV[1]  instance key prefix: when not empty, the instance hash ARGV[1] .. '{' .. client id .. '}'
+--          of every holder and waiter is read too (standalone Redis only: those keys are not declared)
+-- Returns  { pttl, fence or nil, { owner id, hold count, ... }, { waiting owner id, ... } in line
+--          order (waiters whose deadline passed are left out), { client id, { field, value, ... }, ... } }
+local lockKey = KEYS[1]
+local lineKey = KEYS[2]
+local deadlinesKey = KEYS[3]
+local instancePrefix = ARGV[1]
+
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+local fence = false
+local holders = {}
+local fields = redis.call('hgetall', lockKey)
+for i = 1, #fields, 2 do
+  local field = fields[i]
+  if field == 'fence' then
+    fence = fields[i + 1]
+  elseif string.sub(field, -3) ~= ':rq' then
+    table.insert(holders, field)
+    table.insert(holders, fields[i + 1])
+  end
+end
+
+local waiters = {}
+for _, waiterId in ipairs(redis.call('lrange', lineKey, 0, -1)) do
+  local deadline = redis.call('zscore', deadlinesKey, waiterId)
+  if deadline and tonumber(deadline) > now then
+    table.insert(waiters, waiterId)
+  end
+end
+
+local instances = {}
+if instancePrefix ~= '' then
+  local seen = {}
+  local function addInstance(ownerId)
+    local clientId = string.match(ownerId, '^(.*):[^:]*$')
+    if clientId and not seen[clientId] then
+      seen[clientId] = true
+      local info = redis.call('hgetall', instancePrefix .. '{' .. clientId .. '}')
+      if #info > 0 then
+        table.insert(instances, clientId)
+        table.insert(instances, info)
+      end
+    end
+  end
+  for i = 1, #holders, 2 do addInstance(holders[i]) end
+  for _, waiterId in ipairs(waiters) do addInstance(waiterId) end
+end
+
+return { redis.call('pttl', lockKey), fence, holders, waiters, instances }

@@ -1,0 +1,63 @@
+-- Inspect a read-write lock in one round trip (reads only).
+-- KEYS[1]  read-write hash (see rw-read-acquire.lua): mode, writer, writes, read:<owner id> = read
+--          hold count, rq:<owner id>, fence = the write hold's fencing token
+-- KEYS[2]  leases: sorted set owner id -> lease deadline in ms on the server clock
+-- ARGV[1]  instance key prefix: when not empty, the instance hash ARGV[1] .. '{' .. client id .. '}'
+--          of every holder is read too (standalone Redis only: those keys are not declared)
+-- Returns  { pttl, mode or nil, fence (write mode only) or nil, { owner id, hold count, mode, ... },
+--          { client id, { field, value, ... }, ... } }; owners whose lease ran out are left out
+local rwKey = KEYS[1]
+local leasesKey = KEYS[2]
+local instancePrefix = ARGV[1]
+
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+local function alive(ownerId)
+  local deadline = redis.call('zscore', leasesKey, ownerId)
+  return deadline and tonumber(deadline) > now
+end
+
+local mode = redis.call('hget', rwKey, 'mode')
+local holders = {}
+local writer = redis.call('hget', rwKey, 'writer')
+if writer and alive(writer) then
+  table.insert(holders, writer)
+  table.insert(holders, redis.call('hget', rwKey, 'writes') or '1')
+  table.insert(holders, 'write')
+end
+local fields = redis.call('hgetall', rwKey)
+for i = 1, #fields, 2 do
+  local field = fields[i]
+  if string.sub(field, 1, 5) == 'read:' then
+    local ownerId = string.sub(field, 6)
+    if alive(ownerId) then
+      table.insert(holders, ownerId)
+      table.insert(holders, fields[i + 1])
+      table.insert(holders, 'read')
+    end
+  end
+end
+
+local fence = false
+if mode == 'write' then
+  fence = redis.call('hget', rwKey, 'fence')
+end
+
+local instances = {}
+if instancePrefix ~= '' then
+  local seen = {}
+  for i = 1, #holders, 3 do
+    local clientId = string.match(holders[i], '^(.*):[^:]*$')
+    if clientId and not seen[clientId] then
+      seen[clientId] = true
+      local info = redis.call('hgetall', instancePrefix .. '{' .. clientId .. '}')
+      if #info > 0 then
+        table.insert(instances, clientId)
+        table.insert(instances, info)
+      end
+    end
+  end
+end
+
+return { redis.call('pttl', rwKey), mode, fence, holders, instances }
