@@ -1,0 +1,177 @@
+import { Injectable } from '@nestjs/common';
+import { TestingModule } from '@nestjs/testing';
+import { context, type Context, type ContextManager, metrics, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type DataPoint,
+} from '@opentelemetry/sdk-metrics';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import Redis from 'ioredis';
+import { DistributedLock, FairLockService, LockService, LockTimeoutError, LockUnavailableError } from '../lib';
+import { LockEngine } from '../lib/runtime/lock-engine';
+import { createLockApp, waitersQueued, waitUntil } from './support/lock-app';
+import { startRedis, TestRedis } from './support/redis-server';
+
+/** The smallest context manager (what @opentelemetry/context-async-hooks does), for active spans. */
+class StorageContextManager implements ContextManager {
+  private readonly storage = new AsyncLocalStorage<Context>();
+  active(): Context {
+    return this.storage.getStore() ?? ROOT_CONTEXT;
+  }
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+    return this.storage.run(ctx, () => fn.apply(thisArg, args));
+  }
+  bind<T>(_ctx: Context, target: T): T {
+    return target;
+  }
+  enable(): this {
+    return this;
+  }
+  disable(): this {
+    return this;
+  }
+}
+
+@Injectable()
+class StockService {
+  @DistributedLock('sku:#sku')
+  async reserve(sku: string) {
+    return sku;
+  }
+}
+
+describe('OpenTelemetry metrics and spans (DESIGN §10)', () => {
+  let redis: TestRedis;
+  let raw: Redis;
+  let app: TestingModule;
+  let other: TestingModule;
+  const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+  const reader = new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 60_000 });
+  const spanExporter = new InMemorySpanExporter();
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    raw = redis.client();
+    // A module started before any SDK is registered measures nothing (no cost on the hot path)...
+    other = await createLockApp({ redis: redis.url });
+    expect(other.get(LockEngine).telemetry).toBeUndefined();
+    // ...one started after main.ts registered an SDK uses it (taken when the module starts).
+    context.setGlobalContextManager(new StorageContextManager());
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spanExporter)] }));
+    app = await createLockApp({ redis: redis.url, watchdogTimeout: 600 }, [StockService]);
+    expect(app.get(LockEngine).telemetry).toBeDefined();
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await other?.close();
+    await redis?.stop();
+    metrics.disable();
+    trace.disable();
+    context.disable();
+  });
+
+  async function collected(): Promise<Map<string, DataPoint<unknown>[]>> {
+    await reader.forceFlush();
+    const exports = metricExporter.getMetrics();
+    const byName = new Map<string, DataPoint<unknown>[]>();
+    for (const scope of exports[exports.length - 1]?.scopeMetrics ?? []) {
+      for (const metric of scope.metrics) byName.set(metric.descriptor.name, metric.dataPoints as DataPoint<unknown>[]);
+    }
+    return byName;
+  }
+
+  const sumOf = (points: DataPoint<unknown>[] | undefined, attributes: Record<string, unknown>): number =>
+    (points ?? [])
+      .filter((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v))
+      .reduce((sum, p) => sum + (typeof p.value === 'number' ? p.value : (p.value as { count: number }).count), 0);
+
+  it('records acquired, timed-out, cancelled, unavailable and lost acquisitions with kind and template, never the key', async () => {
+    const locks = app.get(LockService);
+    const tracer = trace.getTracer('test');
+    // acquired, inside a parent span
+    let parentSpanId = '';
+    await tracer.startActiveSpan('parent', async (parent) => {
+      parentSpanId = parent.spanContext().spanId;
+      await locks.run('order:1', () => undefined, { metricName: 'order:#id' });
+      parent.end();
+    });
+    // decorator: its template
+    await app.get(StockService).reserve('A1');
+    // timeout
+    const holder = other.get(LockService).getLock('order:2');
+    await holder.lock();
+    await expect(locks.run('order:2', () => undefined, { waitTime: 50, metricName: 'order:#id' })).rejects.toBeInstanceOf(LockTimeoutError);
+    // cancelled
+    const controller = new AbortController();
+    const waiting = app.get(FairLockService).getLock('order:2').tryLock({ waitTime: 60_000, signal: controller.signal, metricName: 'order:#id' });
+    await waitersQueued(app, 1);
+    controller.abort(new Error('cancelled'));
+    await expect(waiting).rejects.toThrow('cancelled');
+    await holder.unlock();
+    // lost
+    await locks.run(
+      'order:3',
+      async ({ signal }) => {
+        await raw.del('lock:{order:3}');
+        await app.get(LockEngine).watchdog.renewNow();
+        await waitUntil(() => signal.aborted);
+      },
+      { metricName: 'order:#id' },
+    );
+    // unavailable: a Redis that is gone
+    const gone = await startRedis();
+    const cut = await createLockApp({ redis: { host: gone.host, port: gone.port, maxRetriesPerRequest: 0 }, commandTimeout: 200 });
+    await gone.stop();
+    await expect(cut.get(LockService).getLock('order:4').tryLock({ metricName: 'order:#id' })).rejects.toBeInstanceOf(LockUnavailableError);
+    await cut.close();
+
+    const data = await collected();
+    const acquisitions = data.get('lock.acquisitions');
+    const template = { 'lock.key_template': 'order:#id' };
+    expect(sumOf(acquisitions, { ...template, 'lock.kind': 'reentrant', 'lock.outcome': 'acquired' })).toBe(2);
+    expect(sumOf(acquisitions, { ...template, 'lock.outcome': 'timeout' })).toBe(1);
+    expect(sumOf(acquisitions, { ...template, 'lock.kind': 'fair', 'lock.outcome': 'cancelled' })).toBe(1);
+    expect(sumOf(acquisitions, { ...template, 'lock.outcome': 'unavailable' })).toBe(1);
+    expect(sumOf(acquisitions, { 'lock.key_template': 'sku:#sku', 'lock.outcome': 'acquired' })).toBe(1);
+    expect(sumOf(data.get('lock.lost'), template)).toBe(1);
+    expect(sumOf(data.get('lock.wait.duration'), { ...template, 'lock.outcome': 'timeout' })).toBe(1);
+    expect(sumOf(data.get('lock.hold.duration'), template)).toBe(2);
+    expect(sumOf(data.get('lock.held'), {})).toBe(0);
+    expect(sumOf(data.get('lock.waiting'), {})).toBe(0);
+    const timeoutWait = data.get('lock.wait.duration')!.find((p) => p.attributes['lock.outcome'] === 'timeout')!;
+    expect((timeoutWait.value as { sum: number }).sum).toBeGreaterThanOrEqual(0.04);
+
+    const spans = spanExporter.getFinishedSpans().filter((s) => s.name.startsWith('lock.acquire'));
+    const first = spans.find((s) => s.attributes['lock.outcome'] === 'acquired' && s.name === 'lock.acquire order:#id')!;
+    expect(first.parentSpanContext?.spanId ?? (first as unknown as { parentSpanId?: string }).parentSpanId).toBe(parentSpanId);
+    expect(typeof first.attributes['lock.fencing_token']).toBe('number');
+    expect(typeof first.attributes['lock.wait.duration']).toBe('number');
+    expect(spans.map((s) => s.attributes['lock.outcome']).sort()).toEqual(
+      ['acquired', 'acquired', 'acquired', 'cancelled', 'timeout', 'unavailable'].sort(),
+    );
+
+    // No concrete key anywhere: every attribute value is a template, a kind or an outcome.
+    const values = [
+      ...[...data.values()].flat().flatMap((p) => Object.values(p.attributes)),
+      ...spans.flatMap((s) => Object.values(s.attributes)),
+      ...spans.map((s) => s.name),
+    ].map(String);
+    for (const key of ['order:1', 'order:2', 'order:3', 'order:4', 'sku:A1']) {
+      expect(values.filter((v) => v.includes(key))).toEqual([]);
+    }
+  });
+
+  it('records the concrete name only when telemetryLockNames is on', async () => {
+    const named = await createLockApp({ redis: redis.url, telemetryLockNames: true });
+    await named.get(LockService).run('invoice:9', () => undefined, { metricName: 'invoice:#id' });
+    await named.close();
+    const points = (await collected()).get('lock.acquisitions')!;
+    expect(points.some((p) => p.attributes['lock.name'] === 'invoice:9' && p.attributes['lock.key_template'] === 'invoice:#id')).toBe(true);
+  });
+});
