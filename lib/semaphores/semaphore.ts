@@ -69,6 +69,9 @@ interface Pending {
 
 type Attempt = { fencingToken: number } | number | LockUnavailableError;
 
+const isGrant = (outcome: Attempt): outcome is { fencingToken: number } =>
+  typeof outcome === 'object' && !(outcome instanceof LockUnavailableError);
+
 /** The Redis keys of one semaphore: one hash tag, so they share a cluster slot. */
 export class SemaphoreKeys {
   readonly base: string;
@@ -309,19 +312,24 @@ export class Semaphore {
     let unreachable = false;
     try {
       let subscribed = false;
-      if (joinLine) {
-        // Seated before the first attempt: a release that names this waiter right after it is kept.
+      if (joinLine && subscriber.hasWaiters(this.keys.channel)) {
+        // Others of this process wait already, so the channel is subscribed (or on its way): seated
+        // before the first attempt, a release that names this waiter right after it is kept and no
+        // second attempt is needed. An uncontended acquisition never subscribes.
         waiter = pending.waiter = subscriber.seat(this.keys.channel, permitId);
         subscribed = await subscriber.subscribed(waiter, 0);
       }
       let failures = 0;
       let outcome = await this.attemptOnce(permitId, take, leaseMs, joinLine);
+      if (joinLine && !waiter && !isGrant(outcome) && pending.cancelled === undefined) {
+        waiter = pending.waiter = subscriber.seat(this.keys.channel, permitId);
+      }
       for (;;) {
         if (pending.cancelled !== undefined) {
           cleanUp ||= typeof outcome !== 'number';
           throw pending.cancelled;
         }
-        if (typeof outcome === 'object' && !(outcome instanceof LockUnavailableError)) {
+        if (isGrant(outcome)) {
           const permit = await this.held(permitId, take, leaseMs, leaseTime, outcome.fencingToken);
           acquired = true;
           return permit;
