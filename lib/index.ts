@@ -9,6 +9,8 @@ export { SemaphoreService } from './semaphores/semaphore.service';
 export { Semaphore, Permit } from './semaphores/semaphore';
 export type { AcquireOptions, SemaphoreOptions, SemaphoreRunOptions, SemaphoreInfo } from './semaphores/semaphore';
 export { SemaphoreLimitError } from './semaphores/semaphore-errors';
+export { DistributedSemaphore } from './decorators/distributed-semaphore.decorator';
+export type { DistributedSemaphoreOptions } from './decorators/semaphore-method';
 export type { Lock, LockOptions, TryLockOptions, RunOptions, LockRunContext } from './locks/lock';
 export { DistributedLock, FairLock, ReadLock, WriteLock } from './decorators/distributed-lock.decorator';
 export { LockContext } from './decorators/lock-context.decorator';

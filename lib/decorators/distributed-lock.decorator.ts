@@ -56,7 +56,7 @@ export function WriteLock(key: LockKey, options?: ModeLockOptions): MethodDecora
  * above this one write onto the wrapper itself. Calling it resolves the LockModule serving `this`,
  * builds the key (a bad value throws before anything is locked) and runs the method under the lock.
  */
-function lockedWrapper(original: Function, locked: LockedMethod, contextIndex: number | undefined): Function {
+export function lockedWrapper(original: Function, locked: LockedMethod, contextIndex: number | undefined): Function {
   const wrapper = new Proxy(original, {
     apply: (target, thisArg: unknown, args: unknown[]) => callLocked(locked, target, thisArg, args, contextIndex),
   });
@@ -82,9 +82,9 @@ async function callLocked(
   const names = locked.namesFor(thisArg, args);
   const signal = requestSignal();
   const options = signal ? { ...locked.runOptions, signal } : locked.runOptions;
-  if (contextIndex === undefined) return binding.run(locked.mode, names, () => Reflect.apply(original, thisArg, args), options);
-  return binding.run(
-    locked.mode,
+  if (contextIndex === undefined) return locked.run(binding, names, () => Reflect.apply(original, thisArg, args), options);
+  return locked.run(
+    binding,
     names,
     (context) => {
       const withContext = [...args];

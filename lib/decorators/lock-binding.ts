@@ -3,6 +3,8 @@ import type { FairLockService } from '../fair-lock.service';
 import type { LockService } from '../lock.service';
 import type { LockRunContext, RunOptions } from '../locks/lock';
 import type { ReadWriteLockService } from '../read-write-lock.service';
+import type { SemaphoreRunOptions } from '../semaphores/semaphore';
+import type { SemaphoreService } from '../semaphores/semaphore.service';
 import type { LockMode } from './distributed-lock.options';
 import type { LockNames } from './locked-method';
 
@@ -18,7 +20,14 @@ export class LockBinding {
     private readonly locks: LockService,
     private readonly fair: FairLockService,
     private readonly readWrite: ReadWriteLockService,
+    private readonly semaphores?: SemaphoreService,
   ) {}
+
+  /** `@DistributedSemaphore`: takes permits of the semaphore `name` around `body`. */
+  runSemaphore<T>(name: string, body: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions): Promise<T> {
+    if (this.closed || !this.semaphores) return Promise.reject(new LockShutdownError(name));
+    return this.semaphores.run(name, body, options);
+  }
 
   run<T>(mode: LockMode, names: LockNames, body: (context: LockRunContext) => T | Promise<T>, options: RunOptions): Promise<T> {
     if (this.closed) return Promise.reject(new LockShutdownError(typeof names === 'string' ? names : names.join(',')));

@@ -5,6 +5,7 @@ import { FairLockService } from '../fair-lock.service';
 import { DECORATOR_AMBIGUOUS_BINDING } from '../lock.messages';
 import { LockService } from '../lock.service';
 import { ReadWriteLockService } from '../read-write-lock.service';
+import { SemaphoreService } from '../semaphores/semaphore.service';
 import { LockEngine } from '../runtime/lock-engine';
 import { lockedMethodOf } from './distributed-lock.decorator';
 import { LockBinding } from './lock-binding';
@@ -31,8 +32,9 @@ export class LockExplorer implements OnModuleInit, OnApplicationShutdown {
     locks: LockService,
     fair: FairLockService,
     readWrite: ReadWriteLockService,
+    semaphores: SemaphoreService,
   ) {
-    this.binding = new LockBinding(locks, fair, readWrite);
+    this.binding = new LockBinding(locks, fair, readWrite, semaphores);
   }
 
   onModuleInit(): void {

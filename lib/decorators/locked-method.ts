@@ -5,7 +5,8 @@ import {
   DECORATOR_NOT_ASYNC,
   KEY_FUNCTION_BAD_RESULT,
 } from '../lock.messages';
-import type { RunOptions } from '../locks/lock';
+import type { LockRunContext, RunOptions } from '../locks/lock';
+import type { LockBinding } from './lock-binding';
 import { DistributedLockOptions, LOCK_MODES, LockKey, LockMode } from './distributed-lock.options';
 import { compileKeyTemplate, KeyBuilder } from './key-template';
 import { declaredParameters } from './parameter-names';
@@ -56,6 +57,11 @@ export class LockedMethod {
     this.runOptions = { ...runOptions, metricName: metricNameOf(method, key) };
     this.keys = keys;
     this.problem = problem;
+  }
+
+  /** Runs `body` under this method's lock (`@DistributedSemaphore` takes permits instead). */
+  run<T>(binding: LockBinding, names: LockNames, body: (context: LockRunContext) => T | Promise<T>, options: RunOptions): Promise<T> {
+    return binding.run(this.mode, names, body, options);
   }
 
   /** The lock names of one call; throws `KeyTemplateError` for a value that cannot make a key. */
