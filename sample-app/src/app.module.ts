@@ -1,5 +1,9 @@
 import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { LockModule } from '../../lib';
+import { LockHealthIndicator } from '../../lib/terminus';
+import { LocksAdminController } from './admin/locks-admin.controller';
+import { HealthController } from './health/health.controller';
 import { FencedStore } from './fencing/fenced-store';
 import { OrdersController } from './orders/orders.controller';
 import { OrdersService } from './orders/orders.service';
@@ -8,8 +12,8 @@ import { ProductsService } from './products/products.service';
 import { appRedisProviders, REDIS_URL } from './redis/app-redis.provider';
 
 @Module({
-  imports: [LockModule.forRoot({ redis: REDIS_URL })],
-  controllers: [ProductsController, OrdersController],
-  providers: [ProductsService, OrdersService, FencedStore, ...appRedisProviders],
+  imports: [LockModule.forRoot({ redis: REDIS_URL }), TerminusModule.forRoot({ logger: false })],
+  controllers: [ProductsController, OrdersController, HealthController, LocksAdminController],
+  providers: [ProductsService, OrdersService, FencedStore, LockHealthIndicator, ...appRedisProviders],
 })
 export class AppModule {}
