@@ -133,7 +133,7 @@ export const REDLOCK_CONNECTION_FAILED = (index: number, error: unknown): string
 
 export const WAIT_NO_REPLY = 'WAIT (syncReplicas) got no reply';
 
-export const REDLOCK_MASTER_UNREACHABLE = (status: string): string => `not connected (${status})`;
+export const NOT_CONNECTED = (status: string): string => `not connected (${status})`;
 
 // --- Redis faults ---
 

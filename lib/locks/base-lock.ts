@@ -1,9 +1,10 @@
 import { LockError, LockNotHeldError, LockUnavailableError } from '../errors';
-import { INVALID_TIME, REPLICAS_NOT_SYNCED } from '../lock.messages';
+import { INVALID_TIME, NOT_CONNECTED, REPLICAS_NOT_SYNCED } from '../lock.messages';
 import { LockKeys } from '../redis/lock-keys';
 import { waitForReplicas } from '../redis/replica-sync';
 import { boundedCall, type CallTicket } from '../redis/bounded-call';
 import type { ScriptCall } from '../redis/lua-script';
+import { isDown } from '../redis/redis-client';
 import type { Waiter } from '../redis/unlock-subscriber';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
@@ -210,7 +211,8 @@ export abstract class BaseLock implements Lock {
         }
         cancellation?.throwIfCancelled();
         outcomeUnknown = outcome instanceof LockUnavailableError;
-        if (waitMs <= 0) {
+        // An attempt that used up the wait (Redis did not answer) ends it: one commandTimeout at most.
+        if (waitMs <= 0 || (outcomeUnknown && Date.now() >= deadline)) {
           if (outcome instanceof LockUnavailableError) throw outcome;
           return false;
         }
@@ -263,8 +265,13 @@ export abstract class BaseLock implements Lock {
     }
   }
 
-  /** One attempt, bounded by `commandTimeout`; Redis failures come back as a value. */
+  /**
+   * One attempt, bounded by `commandTimeout`; Redis failures come back as a value. While the
+   * connection is between reconnects nothing is sent (ioredis would queue it, to run who knows
+   * when): the attempt is "unavailable" at once and the wait retries when the connection is back.
+   */
   private async attemptOnce(leaseMs: number, requestId: string, joinLine: boolean): Promise<AttemptOutcome> {
+    if (isDown(this.engine.client)) return new LockUnavailableError(this.name, new Error(NOT_CONNECTED(this.engine.client.status)));
     try {
       return await this.engine.call(this.name, (ticket) => this.attempt(leaseMs, requestId, joinLine, ticket));
     } catch (error) {

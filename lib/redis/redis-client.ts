@@ -5,6 +5,13 @@ export type RedisClient = Redis | Cluster;
 
 export const isCluster = (client: RedisClient): client is Cluster => client instanceof Cluster;
 
+/**
+ * Between connections: ioredis would hold a command until its next reconnect attempt (or replay it
+ * much later), so a caller that cannot wait that long is better told "unreachable" at once.
+ */
+export const isDown = (client: RedisClient): boolean =>
+  client.status === 'reconnecting' || client.status === 'close' || client.status === 'end';
+
 /** Quits a connection the library opened; falls back to a hard disconnect if QUIT hangs. */
 export async function closeConnection(client: RedisClient, timeoutMs = 1000): Promise<void> {
   if (client.status === 'end') return;

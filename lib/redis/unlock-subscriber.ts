@@ -213,7 +213,8 @@ export class UnlockSubscriber {
     this.channels.clear();
   }
 
-  private wakeAll(): void {
+  /** Every waiter retries now (a connection came back: a release may have gone unheard). */
+  wakeAll(): void {
     for (const seats of this.channels.values()) for (const waiter of seats.waiters) waiter.wake();
   }
 

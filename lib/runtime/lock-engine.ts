@@ -118,6 +118,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     this.publishCommand = sharded ? 'spublish' : 'publish';
     this.subscriberConnection = duplicateForSubscriber(client);
     this.subscriber = new UnlockSubscriber(this.subscriberConnection, sharded);
+    // Waiters that could not reach Redis retry the moment the command connection is back.
+    client.on('ready', this.wakeWaiters);
     this.keys = new LockKeys(options.keyPrefix);
     this.watchdog = new Watchdog(this.holds, Math.floor(options.watchdogTimeout / 3), options.commandTimeout, this.logger);
     this.telemetry = LockTelemetry.start({ lockNames: options.telemetryLockNames });
@@ -174,6 +176,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   async onApplicationShutdown(): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
+    this.client.off('ready', this.wakeWaiters);
     this.watchdog.stop();
     this.subscriber.close(new LockShutdownError());
     this.redlockMasters?.cancelWaits(new LockShutdownError());
@@ -185,6 +188,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       this.redlockMasters?.close(),
     ]);
   }
+
+  private readonly wakeWaiters = (): void => this.subscriber.wakeAll();
 
   /** Logs the first failure of a connection the library opened, with its address and cause. */
   private connectionFailed(error: Error): void {

@@ -1,8 +1,8 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisOptions } from 'ioredis';
-import { REDLOCK_CONNECTION_FAILED, REDLOCK_MASTER_UNREACHABLE } from '../lock.messages';
+import { REDLOCK_CONNECTION_FAILED, NOT_CONNECTED } from '../lock.messages';
 import { withTimeout } from '../redis/bounded-call';
-import { closeConnection, type RedisClient } from '../redis/redis-client';
+import { closeConnection, isDown, type RedisClient } from '../redis/redis-client';
 
 /**
  * Connections the library opens to RedLock masters fail a command at the first failed reconnect
@@ -33,10 +33,6 @@ export interface Votes {
   failed: number;
   firstError: Error | undefined;
 }
-
-/** Between connections: ioredis would hold a command until its next reconnect attempt. */
-const isDown = (client: RedisClient): boolean =>
-  client.status === 'reconnecting' || client.status === 'close' || client.status === 'end';
 
 /**
  * The independent masters of `redlock.clients`: their connections, the majority they form, and
@@ -97,7 +93,7 @@ export class RedLockMasters {
           answer =
             evenIfDown || !isDown(client)
               ? withTimeout(question(client), timeoutMs)
-              : Promise.reject(new Error(REDLOCK_MASTER_UNREACHABLE(client.status)));
+              : Promise.reject(new Error(NOT_CONNECTED(client.status)));
         } catch (error) {
           answer = Promise.reject(error);
         }

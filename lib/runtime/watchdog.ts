@@ -23,6 +23,9 @@ export class Watchdog {
   /** Since when renewals keep failing (undefined while they succeed): health is down past a lease. */
   failingSince: number | undefined;
   private roundFailed = false;
+  /** One timer for the earliest lease end among holds whose last renewal failed. */
+  private expiryTimer: NodeJS.Timeout | undefined;
+  private expiryAt = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly holds: HeldLocks,
@@ -43,7 +46,8 @@ export class Watchdog {
   stop(): void {
     this.stopped = true;
     clearInterval(this.timer);
-    this.timer = undefined;
+    clearTimeout(this.expiryTimer);
+    this.timer = this.expiryTimer = undefined;
   }
 
   /** Waits for a renewal round in flight (shutdown). */
@@ -125,7 +129,7 @@ export class Watchdog {
     else {
       this.roundFailed = true;
       if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'renewals failed until its lease ran out');
-      else this.logger.warn(RENEWAL_FAILED(hold.name, failure instanceof Error ? failure.message : String(failure)));
+      else this.renewalFailed(hold, failure instanceof Error ? failure.message : String(failure));
     }
   }
 
@@ -159,7 +163,7 @@ export class Watchdog {
         if (error) {
           this.roundFailed = true;
           if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'renewals failed until its lease ran out');
-          else this.logger.warn(RENEWAL_FAILED(hold.name, error.message));
+          else this.renewalFailed(hold, error.message);
         } else if (renewed === 1) {
           hold.leaseStartedAt = startedAt;
         } else {
@@ -167,6 +171,29 @@ export class Watchdog {
         }
       }),
     );
+  }
+
+  /**
+   * A renewal failed with lease left: warn, and make sure the hold counts as lost the moment its
+   * lease runs out (not a round later) unless a renewal gets through before that.
+   */
+  private renewalFailed(hold: HeldLock, reason: string): void {
+    this.logger.warn(RENEWAL_FAILED(hold.name, reason));
+    const at = hold.leaseStartedAt + hold.leaseMs;
+    if (this.stopped || at >= this.expiryAt) return;
+    clearTimeout(this.expiryTimer);
+    this.expiryAt = at;
+    this.expiryTimer = setTimeout(() => this.expireOverdue(), Math.max(0, at - Date.now()));
+    this.expiryTimer.unref();
+  }
+
+  private expireOverdue(): void {
+    this.expiryTimer = undefined;
+    this.expiryAt = Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    for (const hold of this.holds.all()) {
+      if (hold.renewal && now - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'renewals failed until its lease ran out');
+    }
   }
 
   private lose(hold: HeldLock, reason: string, warn = true): void {
