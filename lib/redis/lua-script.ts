@@ -42,13 +42,16 @@ export class LuaScript {
   }
 
   /** Runs the script; after a NOSCRIPT, sends its source unless the caller stopped waiting (`ticket`). */
-  async run(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket?: CallTicket): Promise<unknown> {
+  run(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket?: CallTicket): Promise<unknown> {
+    // A plain promise chain rather than an async function: one promise less per call on the hot path.
     try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
+      return client.evalsha(this.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+        if (!isNoScript(error) || ticket?.expired) throw error;
+        // EVAL also caches the script, so the next EVALSHA on this server succeeds.
+        return client.eval(this.source, keys.length, ...keys, ...args);
+      });
     } catch (error) {
-      if (!isNoScript(error) || ticket?.expired) throw error;
-      // EVAL also caches the script, so the next EVALSHA on this server succeeds.
-      return client.eval(this.source, keys.length, ...keys, ...args);
+      return Promise.reject(error);
     }
   }
 }

@@ -12,11 +12,108 @@ export type UnlockMessage = typeof WAKE_ONE | typeof WAKE_ALL;
 export const WAKE_IDS = 'ids:';
 
 /**
+ * The sleep deadlines of every waiter of the process: one timer, armed for the earliest deadline,
+ * over a min-heap of sleeping waiters (each knows its place, so a wake removes it in O(log n)),
+ * instead of one `setTimeout` per sleeping waiter. A waiter still wakes no earlier than its
+ * deadline and about when it passes.
+ */
+class SleepDeadlines {
+  private readonly heap: Waiter[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** The deadline the timer is armed for. */
+  private armedFor = Number.POSITIVE_INFINITY;
+  private readonly fire = (): void => this.expire();
+
+  add(waiter: Waiter): void {
+    waiter.heapIndex = this.heap.length;
+    this.heap.push(waiter);
+    this.up(waiter.heapIndex);
+    if (waiter.wakeAt < this.armedFor) this.arm(waiter.wakeAt);
+  }
+
+  remove(waiter: Waiter): void {
+    const index = waiter.heapIndex;
+    if (index < 0) return;
+    waiter.heapIndex = -1;
+    const last = this.heap.pop()!;
+    if (last !== waiter) {
+      this.heap[index] = last;
+      last.heapIndex = index;
+      this.down(index);
+      this.up(last.heapIndex);
+    }
+    // The timer stays armed: when it fires for nobody, it re-arms for the new earliest deadline.
+    if (this.heap.length === 0) this.disarm();
+  }
+
+  private expire(): void {
+    this.timer = undefined;
+    this.armedFor = Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    while (this.heap.length > 0 && this.heap[0].wakeAt <= now) this.heap[0].deadlinePassed();
+    if (this.heap.length > 0) this.arm(this.heap[0].wakeAt);
+  }
+
+  private arm(at: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.armedFor = at;
+    this.timer = setTimeout(this.fire, Math.max(1, at - Date.now()));
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedFor = Number.POSITIVE_INFINITY;
+  }
+
+  private up(index: number): void {
+    const { heap } = this;
+    const waiter = heap[index];
+    while (index > 0) {
+      const parentIndex = (index - 1) >> 1;
+      const parent = heap[parentIndex];
+      if (parent.wakeAt <= waiter.wakeAt) break;
+      heap[index] = parent;
+      parent.heapIndex = index;
+      index = parentIndex;
+    }
+    heap[index] = waiter;
+    waiter.heapIndex = index;
+  }
+
+  private down(index: number): void {
+    const { heap } = this;
+    const waiter = heap[index];
+    const half = heap.length >> 1;
+    while (index < half) {
+      let child = 2 * index + 1;
+      const right = child + 1;
+      if (right < heap.length && heap[right].wakeAt < heap[child].wakeAt) child = right;
+      if (heap[child].wakeAt >= waiter.wakeAt) break;
+      heap[index] = heap[child];
+      heap[index].heapIndex = index;
+      index = child;
+    }
+    heap[index] = waiter;
+    waiter.heapIndex = index;
+  }
+}
+
+const sleepDeadlines = new SleepDeadlines();
+
+/**
  * One waiter's seat on a channel. A wake that arrives while the waiter is busy retrying is kept
- * (`pendingWake`) so the next `sleep` returns at once: no release is missed between attempts.
+ * (`pendingWake`) so the next `sleep` returns at once: no release is missed between attempts. A
+ * sleeping waiter costs its seat and its one pending promise: no timer or closure of its own.
  */
 export class Waiter {
   pendingWake = false;
+  /** The seats of one channel are a doubly linked list: leaving is O(1) with any number of waiters. */
+  prev: Waiter | undefined = undefined;
+  next: Waiter | undefined = undefined;
+  /** While sleeping: when the sleep ends at the latest, and the waiter's place in the deadline heap. */
+  wakeAt = 0;
+  heapIndex = -1;
   private wakeUp: (() => void) | undefined;
   private fail: ((error: Error) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -42,8 +139,14 @@ export class Waiter {
     return new Promise<void>((resolve, reject) => {
       this.wakeUp = resolve;
       this.fail = reject;
-      this.timer = setTimeout(() => this.settle(), ms);
+      this.wakeAt = Date.now() + ms;
+      sleepDeadlines.add(this);
     });
+  }
+
+  /** The sleep's deadline passed (called by the shared deadline timer). */
+  deadlinePassed(): void {
+    this.settle();
   }
 
   /**
@@ -75,20 +178,32 @@ export class Waiter {
     this.cancelledWith = error;
     const fail = this.fail;
     clearTimeout(this.timer);
+    sleepDeadlines.remove(this);
     this.wakeUp = this.fail = this.timer = undefined;
     fail?.(error);
   }
 
   private settle(): void {
     clearTimeout(this.timer);
+    sleepDeadlines.remove(this);
     const wakeUp = this.wakeUp;
     this.wakeUp = this.fail = this.timer = undefined;
     wakeUp?.();
   }
 }
 
+/** The seats of a channel, longest-waiting first (a snapshot: waking may make seats leave). */
+function seatsOf(seats: ChannelSeats): Waiter[] {
+  const all: Waiter[] = [];
+  for (let waiter = seats.head; waiter; waiter = waiter.next) all.push(waiter);
+  return all;
+}
+
 interface ChannelSeats {
-  readonly waiters: Waiter[];
+  /** The longest-waiting seat; the seats are linked through `Waiter.next` / `prev`. */
+  head: Waiter | undefined;
+  tail: Waiter | undefined;
+  count: number;
   /** True once Redis confirmed the subscription (ioredis renews it by itself after a reconnect). */
   active: boolean;
   /** The subscription in progress: true when it took, false when it failed (the next ask retries). */
@@ -136,9 +251,9 @@ export class UnlockSubscriber {
 
   /** Local callers waiting on `channel`, or on any channel when none is given. */
   waiterCount(channel?: string): number {
-    if (channel !== undefined) return this.channels.get(channel)?.waiters.length ?? 0;
+    if (channel !== undefined) return this.channels.get(channel)?.count ?? 0;
     let count = 0;
-    for (const seats of this.channels.values()) count += seats.waiters.length;
+    for (const seats of this.channels.values()) count += seats.count;
     return count;
   }
 
@@ -156,11 +271,15 @@ export class UnlockSubscriber {
     const waiter = new Waiter(channel, id);
     let seats = this.channels.get(channel);
     if (!seats) {
-      seats = { waiters: [], active: false, pending: undefined };
+      seats = { head: undefined, tail: undefined, count: 0, active: false, pending: undefined };
       this.channels.set(channel, seats);
       this.startSubscription(channel, seats);
     }
-    seats.waiters.push(waiter);
+    waiter.prev = seats.tail;
+    if (seats.tail) seats.tail.next = waiter;
+    else seats.head = waiter;
+    seats.tail = waiter;
+    seats.count += 1;
     return waiter;
   }
 
@@ -196,11 +315,17 @@ export class UnlockSubscriber {
   leave(waiter: Waiter, acquired = true): void {
     const seats = this.channels.get(waiter.channel);
     if (!seats) return;
-    const index = seats.waiters.indexOf(waiter);
-    if (index === -1) return;
-    seats.waiters.splice(index, 1);
-    if (waiter.pendingWake || (!acquired && index === 0)) this.wakeOne(seats);
-    if (seats.waiters.length === 0) {
+    const { prev, next } = waiter;
+    const first = seats.head === waiter;
+    if (!first && !prev) return; // not seated here (left already)
+    if (prev) prev.next = next;
+    else seats.head = next;
+    if (next) next.prev = prev;
+    else seats.tail = prev;
+    waiter.prev = waiter.next = undefined;
+    seats.count -= 1;
+    if (waiter.pendingWake || (!acquired && first)) this.wakeOne(seats);
+    if (seats.count === 0) {
       this.channels.delete(waiter.channel);
       if (!this.closedWith) this.unsubscribe(waiter.channel);
     }
@@ -209,13 +334,13 @@ export class UnlockSubscriber {
   /** Rejects every wait in progress; later joins fail with the same error. */
   close(error: Error): void {
     this.closedWith = error;
-    for (const seats of this.channels.values()) for (const waiter of seats.waiters) waiter.cancel(error);
+    for (const seats of this.channels.values()) for (const waiter of seatsOf(seats)) waiter.cancel(error);
     this.channels.clear();
   }
 
   /** Every waiter retries now (a connection came back: a release may have gone unheard). */
   wakeAll(): void {
-    for (const seats of this.channels.values()) for (const waiter of seats.waiters) waiter.wake();
+    for (const seats of this.channels.values()) for (const waiter of seatsOf(seats)) waiter.wake();
   }
 
   private startSubscription(channel: string, seats: ChannelSeats): Promise<boolean> {
@@ -237,7 +362,7 @@ export class UnlockSubscriber {
   private deliver(channel: string, message: string): void {
     const seats = this.channels.get(channel);
     if (!seats) return;
-    if (message === WAKE_ALL) for (const waiter of seats.waiters) waiter.wake();
+    if (message === WAKE_ALL) for (const waiter of seatsOf(seats)) waiter.wake();
     else if (message.startsWith(WAKE_IDS)) this.wakeNamed(seats, message.slice(WAKE_IDS.length).split(' '));
     else this.wakeOne(seats);
   }
@@ -245,16 +370,22 @@ export class UnlockSubscriber {
   /** Wakes the local waiters among `ids` (the others wait in other processes). */
   private wakeNamed(seats: ChannelSeats, ids: readonly string[]): void {
     if (ids.length === 1) {
-      seats.waiters.find((w) => w.id === ids[0])?.wake();
+      for (let waiter = seats.head; waiter; waiter = waiter.next) {
+        if (waiter.id === ids[0]) {
+          waiter.wake();
+          return;
+        }
+      }
       return;
     }
     const named = new Set(ids);
-    for (const waiter of seats.waiters) if (waiter.id !== undefined && named.has(waiter.id)) waiter.wake();
+    for (const waiter of seatsOf(seats)) if (waiter.id !== undefined && named.has(waiter.id)) waiter.wake();
   }
 
   /** Wakes the longest-waiting seat that has not been woken yet. */
   private wakeOne(seats: ChannelSeats): void {
-    const waiter = seats.waiters.find((w) => !w.pendingWake);
+    let waiter = seats.head;
+    while (waiter && waiter.pendingWake) waiter = waiter.next;
     waiter?.wake();
   }
 
