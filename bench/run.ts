@@ -21,7 +21,7 @@ import type { Collected, Outcome } from './harness/collected';
 import { NODE_CORE, pinningAvailable, REDIS_CORE } from './harness/cpu';
 import { adminClient, BenchRedis, startBenchRedis } from './harness/redis-server';
 import { renderReport, summarize } from './harness/report';
-import { BenchSettings, FULL, JOB_TIMEOUT_MS, QUICK, REPEAT_ONLY_UNDER_MS, WorkloadId, WORKLOADS } from './harness/settings';
+import { BenchSettings, FULL, JOB_TIMEOUT_MS, OURS_ONLY, QUICK, REPEAT_ONLY_UNDER_MS, WorkloadId, WORKLOADS } from './harness/settings';
 import { runJob } from './harness/worker-process';
 import { runW3 } from './workloads/w3-contended';
 import { runW4 } from './workloads/w4-handoff';
@@ -164,6 +164,7 @@ async function main(): Promise<void> {
       for (const spec of order) {
         for (const workload of workloads) {
           if (runOnce.has(`${spec.id} ${workload}`)) continue;
+          if (OURS_ONLY.includes(workload) && !spec.ours) continue;
           await admin.flushall(); // a killed worker must not leave a held lock to the next run
           if (workload === 'w4' && spec.reference) await measureWake(redis, settings, collected, rep);
           const { ms, ...outcome } = await attempt(`rep ${rep} ${spec.id} ${workload}`, () => runWorkload(redis, settings, spec, workload));

@@ -13,6 +13,7 @@ export interface WorkloadResults {
   w3: W3Result;
   w4: W4Result;
   w5: W5Result;
+  w5x: W5Result;
 }
 
 /** One repetition's outcome: the result, or why the run failed. */

@@ -1,6 +1,7 @@
 import { ADAPTERS } from '../adapters';
 import type { AdapterSpec } from '../adapters/adapter';
 import type { Collected, Outcome, WorkloadResults } from './collected';
+import type { W5Result } from '../workloads/w5-many-waiters';
 import { table } from './markdown';
 import { REPEAT_ONLY_UNDER_MS, WORKLOADS, WorkloadId } from './settings';
 import { fmt, median, percentile } from './stats';
@@ -26,7 +27,11 @@ export interface AdapterSummary {
     safe: boolean;
   };
   w4?: { handoffs: number; medianMs: number; p99Ms: number; giveUps: number; late: number; repetitions: number };
-  w5?: {
+  w5?: W5Summary;
+  w5x?: W5Summary;
+}
+
+export interface W5Summary {
     drainMs: number;
     drained: number;
     waiters: number;
@@ -37,7 +42,8 @@ export interface AdapterSummary {
     repetitions: number;
     subscriberConnections: number;
     giveUps: number;
-  };
+    heapPerWaiterBytes: number;
+    msPerHandoff: number;
 }
 
 export interface FloorSummary {
@@ -119,22 +125,27 @@ function summarizeAdapter(collected: Collected, spec: AdapterSpec): AdapterSumma
       repetitions: w4.length,
     };
   }
-  const w5 = oks(runs.w5);
-  if (w5.length) {
-    summary.w5 = {
-      drainMs: med(w5, (r) => r.drainMs),
-      drained: Math.min(...w5.map((r) => r.drained)),
-      waiters: w5[0].waiters,
-      sentPerHandoff: med(w5, (r) => r.sentPerHandoff),
-      redisCallsPerHandoff: med(w5, (r) => r.redisCallsPerHandoff),
-      pollsPerWaiterSec: med(w5, (r) => r.pollsPerWaiterSec),
-      repetitions: w5.length,
-      connections: Math.max(...w5.map((r) => r.connections.total)),
-      subscriberConnections: Math.max(...w5.map((r) => r.connections.subscribers)),
-      giveUps: total(w5, (r) => r.giveUps),
-    };
-  }
+  summary.w5 = summarizeW5(oks(runs.w5));
+  summary.w5x = summarizeW5(oks(runs.w5x));
   return summary;
+}
+
+function summarizeW5(w5: W5Result[]): W5Summary | undefined {
+  if (w5.length === 0) return undefined;
+  return {
+    drainMs: med(w5, (r) => r.drainMs),
+    drained: Math.min(...w5.map((r) => r.drained)),
+    waiters: w5[0].waiters,
+    sentPerHandoff: med(w5, (r) => r.sentPerHandoff),
+    redisCallsPerHandoff: med(w5, (r) => r.redisCallsPerHandoff),
+    pollsPerWaiterSec: med(w5, (r) => r.pollsPerWaiterSec),
+    repetitions: w5.length,
+    connections: Math.max(...w5.map((r) => r.connections.total)),
+    subscriberConnections: Math.max(...w5.map((r) => r.connections.subscribers)),
+    giveUps: total(w5, (r) => r.giveUps),
+    heapPerWaiterBytes: med(w5, (r) => r.heapPerWaiterBytes ?? NaN),
+    msPerHandoff: med(w5, (r) => r.msPerHandoff ?? r.drainMs / Math.max(1, r.drained)),
+  };
 }
 
 function summarizeFloors(collected: Collected): FloorSummary {
@@ -203,6 +214,17 @@ function checkTargets(floors: FloorSummary, adapters: AdapterSummary[], ours: Ad
     'W5 one subscriber connection, bounded commands per hand-off (all drained)',
     o5 ? `${o5.subscriberConnections} subscriber of ${o5.connections} connections, ${fmt(o5.sentPerHandoff)} sent / ${fmt(o5.redisCallsPerHandoff)} run per hand-off, ${o5.drained}/${o5.waiters} drained` : 'n/a',
     o5 ? o5.subscriberConnections === 1 && o5.sentPerHandoff <= 6 && o5.drained === o5.waiters : undefined,
+  );
+  const o5x = ours?.w5x;
+  add(
+    `W5x (${o5x ? o5x.waiters.toLocaleString('en-US') : '20,000'} waiters, one process, one key): peak heap per waiter < 2 KB`,
+    o5x ? `${fmt(o5x.heapPerWaiterBytes)} bytes per waiter (${o5?.waiters ?? 'n/a'} waiters: ${fmt(o5?.heapPerWaiterBytes)})` : 'n/a',
+    o5x ? o5x.heapPerWaiterBytes < 2048 : undefined,
+  );
+  add(
+    'W5x hand-off time flat as waiters grow: ms per hand-off at 20,000 within 1.5x of at 1000 (all drained)',
+    o5x && o5 ? `${fmt(o5x.msPerHandoff, 3)} ms vs ${fmt(o5.msPerHandoff, 3)} ms = ${x(o5x.msPerHandoff / o5.msPerHandoff)}, ${o5x.drained}/${o5x.waiters} drained` : 'n/a',
+    o5x && o5 ? o5x.msPerHandoff <= 1.5 * o5.msPerHandoff && o5x.drained === o5x.waiters : undefined,
   );
   return checks;
 }
@@ -325,6 +347,20 @@ function detailTables(summary: Summary): string {
       String(a.w5?.repetitions ?? 'n/a'),
     ]),
   );
+  const scaled = live.filter((a) => a.w5x);
+  const w5x = table(
+    ['library', 'waiters', 'drain ms', 'drained', 'ms per hand-off (at 1000)', 'peak heap per waiter, bytes (at 1000)', 'sent / hand-off', 'give-ups (asked again)'],
+    scaled.map((a) => [
+      a.spec.label,
+      fmt(a.w5x!.waiters),
+      fmt(a.w5x!.drainMs),
+      `${a.w5x!.drained}/${a.w5x!.waiters}`,
+      `${fmt(a.w5x!.msPerHandoff, 3)} (${fmt(a.w5?.msPerHandoff, 3)})`,
+      `${fmt(a.w5x!.heapPerWaiterBytes)} (${fmt(a.w5?.heapPerWaiterBytes)})`,
+      fmt(a.w5x!.sentPerHandoff),
+      String(a.w5x!.giveUps),
+    ]),
+  );
   const w1 = table(
     ['library', 'W1 ops/s', 'W1 p50 ms', 'W1 p99 ms', 'W2 ops/s', 'W2 CPU us/op: Node', 'W2 CPU us/op: Redis'],
     live.map((a) => [
@@ -346,6 +382,9 @@ function detailTables(summary: Summary): string {
     w4,
     '### W5: 1000 waiters in one process, one key',
     w5,
+    '### W5x: 20,000 waiters in one process, one key (this library only)',
+    'Peak heap: the V8 heap while everybody waits over the heap before the waiters started (after a full GC), per waiter; it counts everything a waiting caller costs, the workload\'s own frames included. Waiters ask with the module\'s 5 s `defaultWaitTime` and ask again when it runs out (give-ups).',
+    scaled.length ? w5x : '(not run)',
   ].join('\n\n');
 }
 

@@ -9,6 +9,8 @@ export interface BenchSettings {
   readonly w3: { processes: number; tasks: number; durationMs: number };
   readonly w4: { handoffs: number; holdMs: number; holdJitterMs: number };
   readonly w5: { waiters: number; settleMs: number; capMs: number };
+  /** W5 at scale (this library only: a poller's 20,000 waiters would poll Redis 2 million times a second). */
+  readonly w5x: { waiters: number; settleMs: number; capMs: number };
   readonly roundTrips: { calls: number };
   readonly wake: { messages: number; gapMs: number; gapJitterMs: number };
   readonly cliLatencySeconds: number;
@@ -21,6 +23,7 @@ export const FULL: BenchSettings = {
   w3: { processes: 4, tasks: 8, durationMs: 3000 },
   w4: { handoffs: 200, holdMs: 10, holdJitterMs: 10 },
   w5: { waiters: 1000, settleMs: 500, capMs: 10_000 },
+  w5x: { waiters: 20_000, settleMs: 2000, capMs: 60_000 },
   roundTrips: { calls: 3000 },
   wake: { messages: 200, gapMs: 10, gapJitterMs: 10 },
   cliLatencySeconds: 2,
@@ -33,13 +36,16 @@ export const QUICK: BenchSettings = {
   w3: { processes: 4, tasks: 8, durationMs: 500 },
   w4: { handoffs: 20, holdMs: 10, holdJitterMs: 10 },
   w5: { waiters: 1000, settleMs: 300, capMs: 5_000 },
+  w5x: { waiters: 20_000, settleMs: 1000, capMs: 60_000 },
   roundTrips: { calls: 500 },
   wake: { messages: 20, gapMs: 10, gapJitterMs: 10 },
   cliLatencySeconds: 2,
 };
 
-export type WorkloadId = 'w1' | 'w2' | 'w3' | 'w4' | 'w5';
-export const WORKLOADS: readonly WorkloadId[] = ['w1', 'w2', 'w3', 'w4', 'w5'];
+export type WorkloadId = 'w1' | 'w2' | 'w3' | 'w4' | 'w5' | 'w5x';
+export const WORKLOADS: readonly WorkloadId[] = ['w1', 'w2', 'w3', 'w4', 'w5', 'w5x'];
+/** Workloads only this library's adapters run. */
+export const OURS_ONLY: readonly WorkloadId[] = ['w5x'];
 
 /** A worker that has not answered by then is killed and its run reported as failed. */
 export const JOB_TIMEOUT_MS = 90_000;

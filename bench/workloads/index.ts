@@ -14,6 +14,7 @@ export const CHILD_TASKS: Readonly<Record<string, ChildTask>> = {
   w3: w3Child,
   w4: w4Child,
   w5: w5Child,
+  w5x: w5Child,
   'floor-round-trips': roundTripChild,
   'floor-wake': wakeChild,
 };

@@ -1,10 +1,12 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { now, sleep } from '../harness/clock';
 import { adminClient } from '../harness/redis-server';
 import { callsBetween, commandCalls, ConnectionCount, connectionCount, SentCommands } from '../harness/redis-meters';
 import { adapterOf, noop, runUntilAcquired, WorkerContext } from './context';
 
 /**
- * W5: 1000 waiters in one process on one key. A holder takes the key, starts the waiters, lets them
+ * W5: 1000 waiters in one process on one key (W5x: 20,000, this library only). A holder takes the key, starts the waiters, lets them
  * settle into waiting, then releases; the drain is the time from that release until every waiter
  * has held the lock once. Commands are counted on both sides over the drain: what the process sent
  * (the round trips it asked for) and what Redis ran (INFO commandstats, commands inside scripts
@@ -26,6 +28,22 @@ export interface W5Result {
   readonly pollsPerWaiterSec: number;
   readonly connections: ConnectionCount;
   readonly giveUps: number;
+  /**
+   * The live V8 heap once every waiter waits (the most waiters alive at once), over the heap before
+   * they started, both measured right after a full GC, per waiter, in bytes: everything a waiting
+   * caller costs the process, the adapter's and the workload's own frames included.
+   */
+  readonly heapPerWaiterBytes: number;
+  /** The same, from the highest heap sampled (every 20 ms, garbage included) while they settled. */
+  readonly peakHeapPerWaiterBytes: number;
+  /** Drain time per hand-off (ms): flat as the number of waiters grows when nothing is O(waiters). */
+  readonly msPerHandoff: number;
+}
+
+/** A full GC, for a clean heap baseline (the worker is not started with --expose-gc). */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
 }
 
 export async function w5Child(context: WorkerContext): Promise<W5Result> {
@@ -50,6 +68,10 @@ export async function w5Child(context: WorkerContext): Promise<W5Result> {
     releasedAt = now();
   });
   await waitersMayStart;
+  collectGarbage();
+  const heapBefore = process.memoryUsage().heapUsed;
+  let heapPeak = heapBefore;
+  const heapSampler = setInterval(() => (heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed)), 20);
   const waiting = Array.from({ length: waiters }, () =>
     runUntilAcquired(adapter, LOCK_KEY, noop, () => {
       giveUps += 1;
@@ -65,6 +87,10 @@ export async function w5Child(context: WorkerContext): Promise<W5Result> {
   const middleAt = now();
   await sleep(settleMs / 2);
   const pollsPerWaiterSec = ((sent.total - sentAtSettleMiddle) * 1000) / ((now() - middleAt) * waiters);
+  clearInterval(heapSampler);
+  heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed);
+  collectGarbage();
+  const heapWaiting = process.memoryUsage().heapUsed;
   const connections = await connectionCount(admin);
   const callsAtRelease = await commandCalls(admin);
   const sentAtRelease = sent.total;
@@ -88,5 +114,8 @@ export async function w5Child(context: WorkerContext): Promise<W5Result> {
     pollsPerWaiterSec,
     connections,
     giveUps,
+    heapPerWaiterBytes: (heapWaiting - heapBefore) / waiters,
+    peakHeapPerWaiterBytes: (heapPeak - heapBefore) / waiters,
+    msPerHandoff: drainMs / handoffs,
   };
 }
