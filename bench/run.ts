@@ -25,6 +25,7 @@ import { BenchSettings, FULL, JOB_TIMEOUT_MS, OURS_ONLY, QUICK, REPEAT_ONLY_UNDE
 import { runJob } from './harness/worker-process';
 import { runW3 } from './workloads/w3-contended';
 import { runW4 } from './workloads/w4-handoff';
+import { runW6Section } from './workloads/w6-semaphore';
 
 const BENCH_SOURCES = join(__dirname, '..', '..', 'bench');
 const RESULTS_FILE = join(BENCH_SOURCES, 'RESULTS.md');
@@ -109,6 +110,7 @@ async function main(): Promise<void> {
     report(collectedFrom(process.argv[from + 1]), true);
     return;
   }
+  if (process.env.BENCH_W6 === 'only') return runW6Section(process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
   pinSelf();
   const settings = chosenSettings();
   const adapterIds = listFromEnv('BENCH_ADAPTERS', ADAPTERS.map((a) => a.id));
@@ -184,6 +186,7 @@ async function main(): Promise<void> {
   mkdirSync(__dirname, { recursive: true });
   writeFileSync(RAW_FILE, JSON.stringify(collected, null, 1));
   report(collected, fullRun || process.env.BENCH_WRITE === '1');
+  if (process.env.BENCH_W6 !== '0') await runW6Section(fullRun || process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
 }
 
 /** Prints the report and, for a full run, writes RESULTS.md; exit code 2 on a safety failure. */
