@@ -8,27 +8,27 @@ import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lo
 export class ReentrantLock extends BaseLock {
   readonly kind = 'reentrant';
 
-  protected async attempt(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
+  // The keys of this lock, made once per lock object rather than once per call.
+  private acquireKeys: readonly string[] | undefined;
+  private channelKey: string | undefined;
+
+  // Plain promise chains rather than async functions: one promise and one frame less per call.
+  protected attempt(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
     const { scripts, client, fenceMemoryMs } = this.engine;
-    return attemptResult(
-      await scripts.reentrantAcquire.run(
-        client,
-        [this.lockKey, LockKeys.fence(this.lockKey)],
-        [leaseMs, this.ownerId, requestId, fenceMemoryMs],
-        ticket,
-      ),
-    );
+    this.acquireKeys ??= [this.lockKey, LockKeys.fence(this.lockKey)];
+    return scripts.reentrantAcquire.run(client, this.acquireKeys, [leaseMs, this.ownerId, requestId, fenceMemoryMs], ticket).then(attemptResult);
   }
 
-  protected async releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ReleaseResult> {
+  protected releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ReleaseResult> {
     const { scripts, client, options, publishCommand } = this.engine;
     const hold = this.hold;
-    return (await scripts.reentrantRelease.run(
+    this.channelKey ??= LockKeys.channel(this.lockKey);
+    return scripts.reentrantRelease.run(
       client,
-      [this.lockKey, LockKeys.channel(this.lockKey), LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`)],
+      [this.lockKey, this.channelKey, LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`)],
       [hold?.leaseMs ?? options.watchdogTimeout, this.ownerId, this.engine.releaseRecordTtlMs, publishCommand, WAKE_ONE, grantedBy],
       ticket,
-    )) as ReleaseResult;
+    ) as Promise<ReleaseResult>;
   }
 
   protected renewalCall(leaseMs: number): ScriptCall {
