@@ -71,26 +71,32 @@ export function lockedWrapper(original: Function, locked: LockedMethod, contextI
  * In an HTTP request the wait ends when the client disconnects (`LockRequestInterceptor`'s
  * signal); the `@LockContext()` parameter, if any, receives the lock context.
  */
-async function callLocked(
+function callLocked(
   locked: LockedMethod,
   original: Function,
   thisArg: unknown,
   args: unknown[],
   contextIndex: number | undefined,
 ): Promise<unknown> {
-  const binding = bindingOf(thisArg, locked.method);
-  const names = locked.namesFor(thisArg, args);
-  const signal = requestSignal();
-  const options = signal ? { ...locked.runOptions, signal } : locked.runOptions;
-  if (contextIndex === undefined) return locked.run(binding, names, () => Reflect.apply(original, thisArg, args), options);
-  return locked.run(
-    binding,
-    names,
-    (context) => {
-      const withContext = [...args];
-      withContext[contextIndex] = context;
-      return Reflect.apply(original, thisArg, withContext);
-    },
-    options,
-  );
+  // Not an async function: the run's own promise is returned as is (no extra promise to adopt it
+  // per call); a missing binding or a bad key value still rejects, never throws.
+  try {
+    const binding = bindingOf(thisArg, locked.method);
+    const names = locked.namesFor(thisArg, args);
+    const signal = requestSignal();
+    const options = signal ? { ...locked.runOptions, signal } : locked.runOptions;
+    if (contextIndex === undefined) return locked.run(binding, names, () => Reflect.apply(original, thisArg, args), options);
+    return locked.run(
+      binding,
+      names,
+      (context) => {
+        const withContext = [...args];
+        withContext[contextIndex] = context;
+        return Reflect.apply(original, thisArg, withContext);
+      },
+      options,
+    );
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

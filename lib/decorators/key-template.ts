@@ -130,7 +130,21 @@ export function compileKeyTemplate(template: string, parameters: readonly Declar
     const read = argumentReader(part, parameters, method, template);
     return (args: readonly unknown[]) => keyText(walk(read(args), part, method, template), part, method, template);
   });
-  return (args) => parts.map((part) => (typeof part === 'string' ? part : part(args))).join('');
+  // Specialised once per method for the usual shapes (no array or join per call).
+  if (parts.length === 1) {
+    const only = parts[0];
+    return typeof only === 'string' ? () => only : only;
+  }
+  if (parts.length === 2) {
+    const [first, second] = parts;
+    if (typeof first === 'string' && typeof second !== 'string') return (args) => first + second(args);
+    if (typeof first !== 'string' && typeof second === 'string') return (args) => first(args) + second;
+  }
+  return (args) => {
+    let key = '';
+    for (const part of parts) key += typeof part === 'string' ? part : part(args);
+    return key;
+  };
 }
 
 function argumentReader(
@@ -166,14 +180,16 @@ function describeStep(step: PathStep): string {
 }
 
 function walk(value: unknown, placeholder: Placeholder, method: string, template: string): unknown {
+  const { steps } = placeholder;
   let current = value;
-  let reached = `#${placeholder.root}`;
-  for (const step of placeholder.steps) {
+  for (let i = 0; i < steps.length; i++) {
     if (current === undefined || current === null) {
+      // The path reached so far is spelled out only for the message, not on every call.
+      const reached = `#${placeholder.root}${steps.slice(0, i).map(describeStep).join('')}`;
       throw new KeyTemplateError(KEY_TEMPLATE_BAD_VALUE(method, template, placeholder.source, `unreachable (${reached} is ${String(current)})`));
     }
+    const step = steps[i];
     current = 'index' in step ? (current as Record<number, unknown>)[step.index] : (current as Record<string, unknown>)[step.property];
-    reached += describeStep(step);
   }
   return current;
 }
