@@ -29,12 +29,13 @@ describe('fencing tokens', () => {
     '%s: 3 processes x 50 acquisitions hand out strictly increasing safe integers in acquisition order',
     async (kind) => {
       const name = fresh();
-      const workers = [1, 2, 3].map(() => spawnFixture('fencing-worker', [redis.url, kind, name, '50']));
+      const workers = [1, 2, 3].map(() => spawnFixture('counter-worker', [redis.url, kind, name, '50']));
       await Promise.all(workers.map(completion));
       const tokens = (await raw.lrange(`tokens:${kind}:${name}`, 0, -1)).map(Number);
       expect(tokens).toHaveLength(150);
       expect(tokens.every(Number.isSafeInteger)).toBe(true);
       expect(strictlyIncreasing(tokens)).toBe(true);
+      expect(Number(await raw.get(`counter:${kind}:${name}`))).toBe(150); // and no lost update
     },
     60_000,
   );
