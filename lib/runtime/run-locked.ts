@@ -10,24 +10,37 @@ import type { LockEngine } from './lock-engine';
  * `LockTimeoutError`, and `fn` never runs), call `fn` with the lock recorded in the owner context,
  * release in `finally`. A failed release is logged and never hides `fn`'s result or error.
  */
-export async function runLocked<T>(
+export function runLocked<T>(
   engine: LockEngine,
   lock: OwnedLock | MultiLock,
   fn: (context: LockRunContext) => T | Promise<T>,
   options: RunOptions | undefined,
 ): Promise<T> {
   const waitTime = options?.waitTime ?? engine.options.defaultWaitTime;
-  const members = 'locks' in lock ? lock.locks : [lock];
-  const name = 'locks' in lock ? lock.names : lock.name;
-  const acquired = await lock.tryLock({
-    waitTime,
-    leaseTime: options?.leaseTime,
-    signal: options?.signal,
-    metricName: options?.metricName,
-  });
-  if (!acquired) throw new LockTimeoutError(name, waitTime);
+  let acquiring: Promise<boolean>;
   try {
-    const held = members.map((member) => [member.lockKey, member.ownerId] as const);
+    acquiring = lock.tryLock({
+      waitTime,
+      leaseTime: options?.leaseTime,
+      signal: options?.signal,
+      metricName: options?.metricName,
+    });
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  // A plain promise chain, not an async function, while the acquisition waits: a waiting caller
+  // keeps no suspended frame of its own here (thousands of waiters in one process add up).
+  return acquiring.then((acquired) => {
+    if (!acquired) throw new LockTimeoutError('locks' in lock ? lock.names : lock.name, waitTime);
+    return runHeld(engine, lock, fn);
+  });
+}
+
+/** `fn` under the acquired `lock`, recorded in the owner context; the release in `finally`. */
+async function runHeld<T>(engine: LockEngine, lock: OwnedLock | MultiLock, fn: (context: LockRunContext) => T | Promise<T>): Promise<T> {
+  const name = 'locks' in lock ? lock.names : lock.name;
+  try {
+    const held = 'locks' in lock ? lock.locks.map((member) => [member.lockKey, member.ownerId] as const) : [[lock.lockKey, lock.ownerId] as const];
     // The same object is `fn`'s argument and the services' `current()` inside it.
     const context = runContext(lock, name);
     return await engine.ownerContext.runWith(held, () => fn(context), context);
