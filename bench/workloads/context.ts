@@ -21,20 +21,20 @@ export const noop = async (): Promise<void> => undefined;
 
 /**
  * Runs `fn` under `key`; after each give-up of the library, `onGiveUp()` says whether to ask again
- * (resolves undefined when it says no).
+ * (resolves undefined when it says no). A promise chain rather than an async loop, so a waiting
+ * caller of the workload costs little besides what the library keeps (W5x measures the heap of
+ * 20,000 of them).
  */
-export async function runUntilAcquired<T>(
+export function runUntilAcquired<T>(
   adapter: LockAdapter,
   key: string,
   fn: () => Promise<T>,
   onGiveUp: () => boolean,
 ): Promise<T | undefined> {
-  for (;;) {
-    try {
-      return await adapter.run(key, fn);
-    } catch (error) {
+  const ask = (): Promise<T | undefined> =>
+    adapter.run(key, fn).catch((error: unknown) => {
       if (!adapter.gaveUp(error)) throw error;
-      if (!onGiveUp()) return undefined;
-    }
-  }
+      return onGiveUp() ? ask() : undefined;
+    });
+  return ask();
 }
