@@ -38,6 +38,12 @@ export function attemptResult(reply: unknown): AttemptResult {
 /** Outcome of one release: `null` when not held, 0 when holds remain, 1 when released. */
 export type ReleaseResult = 0 | 1 | null;
 
+/** An attempt's rejection: Redis could not be asked (a value for the waiting loop), else rethrown. */
+function unavailableAsValue(error: unknown): LockUnavailableError {
+  if (error instanceof LockUnavailableError) return error;
+  throw error;
+}
+
 /** Pause after the n-th attempt in a row that could not reach Redis: 50 ms doubling up to 1 s. */
 const unavailableRetryMs = (failures: number): number => Math.min(1_000, 50 * 2 ** Math.min(failures - 1, 5));
 
@@ -207,7 +213,8 @@ export abstract class BaseLock implements Lock {
         if (typeof outcome === 'object' && !(outcome instanceof LockUnavailableError)) {
           acquired = true;
           if (cancellation?.cancelled) return await this.undoGrant(cancellation);
-          return await this.held(leaseMs, options, outcome);
+          const holding = this.heldNow(leaseMs, options, outcome);
+          return holding === true || (await holding);
         }
         cancellation?.throwIfCancelled();
         outcomeUnknown = outcome instanceof LockUnavailableError;
@@ -243,7 +250,8 @@ export abstract class BaseLock implements Lock {
         } else if (typeof outcome === 'object') {
           acquired = true;
           if (cancellation?.cancelled) return await this.undoGrant(cancellation);
-          return await this.held(leaseMs, options, outcome);
+          const holding = this.heldNow(leaseMs, options, outcome);
+          return holding === true || (await holding);
         } else {
           failures = 0;
         }
@@ -270,14 +278,12 @@ export abstract class BaseLock implements Lock {
    * connection is between reconnects nothing is sent (ioredis would queue it, to run who knows
    * when): the attempt is "unavailable" at once and the wait retries when the connection is back.
    */
-  private async attemptOnce(leaseMs: number, requestId: string, joinLine: boolean): Promise<AttemptOutcome> {
-    if (isDown(this.engine.client)) return new LockUnavailableError(this.name, new Error(NOT_CONNECTED(this.engine.client.status)));
-    try {
-      return await this.engine.call(this.name, (ticket) => this.attempt(leaseMs, requestId, joinLine, ticket));
-    } catch (error) {
-      if (error instanceof LockUnavailableError) return error;
-      throw error;
+  private attemptOnce(leaseMs: number, requestId: string, joinLine: boolean): Promise<AttemptOutcome> {
+    if (isDown(this.engine.client)) {
+      return Promise.resolve(new LockUnavailableError(this.name, new Error(NOT_CONNECTED(this.engine.client.status))));
     }
+    // A plain promise chain (no async frame per attempt on the hot path).
+    return this.engine.call(this.name, (ticket) => this.attempt(leaseMs, requestId, joinLine, ticket)).then(undefined, unavailableAsValue);
   }
 
   /**
@@ -309,8 +315,13 @@ export abstract class BaseLock implements Lock {
     throw cancellation.reason;
   }
 
-  private async held(leaseMs: number, options: LockOptions | undefined, grant: Grant): Promise<true> {
-    if (this.engine.options.syncReplicas > 0) await this.confirmReplicated();
+  /** Records the hold, after the replicas confirmed it when `syncReplicas` asks for that (no promise otherwise). */
+  private heldNow(leaseMs: number, options: LockOptions | undefined, grant: Grant): true | Promise<true> {
+    if (this.engine.options.syncReplicas > 0) return this.confirmReplicated().then(() => this.recordHold(leaseMs, options, grant));
+    return this.recordHold(leaseMs, options, grant);
+  }
+
+  private recordHold(leaseMs: number, options: LockOptions | undefined, grant: Grant): true {
     const leaseTime = options?.leaseTime;
     const terms: HoldTerms = {
       leaseMs,
