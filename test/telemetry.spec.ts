@@ -11,7 +11,16 @@ import {
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import Redis from 'ioredis';
-import { DistributedLock, FairLockService, LockService, LockTimeoutError, LockUnavailableError } from '../lib';
+import {
+  DistributedLock,
+  DistributedSemaphore,
+  FairLockService,
+  LockLostError,
+  LockService,
+  LockTimeoutError,
+  LockUnavailableError,
+  SemaphoreService,
+} from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
 import { createLockApp, waitersQueued, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
@@ -44,6 +53,14 @@ class StockService {
   }
 }
 
+@Injectable()
+class ExportService {
+  @DistributedSemaphore('export:#tenantId', { permits: 2 })
+  async export(tenantId: string) {
+    return tenantId;
+  }
+}
+
 describe('OpenTelemetry metrics and spans (DESIGN §10)', () => {
   let redis: TestRedis;
   let raw: Redis;
@@ -63,7 +80,7 @@ describe('OpenTelemetry metrics and spans (DESIGN §10)', () => {
     context.setGlobalContextManager(new StorageContextManager());
     metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
     trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spanExporter)] }));
-    app = await createLockApp({ redis: redis.url, watchdogTimeout: 600 }, [StockService]);
+    app = await createLockApp({ redis: redis.url, watchdogTimeout: 600 }, [StockService, ExportService]);
     expect(app.get(LockEngine).telemetry).toBeDefined();
   });
 
@@ -163,6 +180,90 @@ describe('OpenTelemetry metrics and spans (DESIGN §10)', () => {
       ...spans.map((s) => s.name),
     ].map(String);
     for (const key of ['order:1', 'order:2', 'order:3', 'order:4', 'sku:A1']) {
+      expect(values.filter((v) => v.includes(key))).toEqual([]);
+    }
+  });
+
+  it('semaphores: the same instruments and spans with lock.kind semaphore, by template, never the key', async () => {
+    const semaphores = app.get(SemaphoreService);
+    const kind = { 'lock.kind': 'semaphore' };
+    const quota = { ...kind, 'lock.key_template': 'quota:#id' };
+    // acquired: run() with metricName, and the decorator with its template
+    await semaphores.run('quota:1', () => undefined, { permits: 1, metricName: 'quota:#id' });
+    await expect(app.get(ExportService).export('acme')).resolves.toBe('acme');
+    // held while held, and a waiter counted in lock.waiting while it waits
+    const holder = await semaphores.getSemaphore('quota:2', { permits: 1 }).acquire({ metricName: 'quota:#id' });
+    await expect(semaphores.run('quota:2', () => undefined, { permits: 1, waitTime: 50, metricName: 'quota:#id' })).rejects.toBeInstanceOf(
+      LockTimeoutError,
+    );
+    const controller = new AbortController();
+    const waiting = semaphores.getSemaphore('quota:2', { permits: 1 }).acquire({ waitTime: 60_000, signal: controller.signal, metricName: 'quota:#id' });
+    await waitUntil(async () => (await semaphores.inspect('quota:2')).waiters.length === 1);
+    let data = await collected();
+    expect(sumOf(data.get('lock.held'), quota)).toBe(1);
+    expect(sumOf(data.get('lock.waiting'), quota)).toBe(1);
+    // cancelled
+    controller.abort(new Error('cancelled'));
+    await expect(waiting).rejects.toThrow('cancelled');
+    await holder.release();
+    // lost: the permit vanishes from Redis, the next renewal finds it gone
+    await semaphores.run(
+      'quota:3',
+      async ({ signal }) => {
+        await raw.del('lock:sem:{quota:3}', 'lock:sem:{quota:3}:leases');
+        await app.get(LockEngine).watchdog.renewNow();
+        await waitUntil(() => signal.aborted);
+        expect(signal.reason).toBeInstanceOf(LockLostError);
+      },
+      { permits: 1, metricName: 'quota:#id' },
+    );
+    // unavailable: a Redis that is gone
+    const gone = await startRedis();
+    const cut = await createLockApp({ redis: { host: gone.host, port: gone.port, maxRetriesPerRequest: 0 }, commandTimeout: 200 });
+    await gone.stop();
+    await expect(cut.get(SemaphoreService).getSemaphore('quota:4', { permits: 1 }).tryAcquire({ metricName: 'quota:#id' })).rejects.toBeInstanceOf(
+      LockUnavailableError,
+    );
+    await cut.close();
+
+    data = await collected();
+    const acquisitions = data.get('lock.acquisitions');
+    expect(sumOf(acquisitions, { ...quota, 'lock.outcome': 'acquired' })).toBe(3);
+    expect(sumOf(acquisitions, { ...quota, 'lock.outcome': 'timeout' })).toBe(1);
+    expect(sumOf(acquisitions, { ...quota, 'lock.outcome': 'cancelled' })).toBe(1);
+    expect(sumOf(acquisitions, { ...quota, 'lock.outcome': 'unavailable' })).toBe(1);
+    expect(sumOf(acquisitions, { ...kind, 'lock.key_template': 'export:#tenantId', 'lock.outcome': 'acquired' })).toBe(1);
+    expect(sumOf(data.get('lock.wait.duration'), { ...quota, 'lock.outcome': 'timeout' })).toBe(1);
+    expect(sumOf(data.get('lock.hold.duration'), quota)).toBe(3);
+    expect(sumOf(data.get('lock.hold.duration'), { ...kind, 'lock.key_template': 'export:#tenantId' })).toBe(1);
+    expect(sumOf(data.get('lock.lost'), quota)).toBe(1);
+    expect(sumOf(data.get('lock.held'), kind)).toBe(0);
+    expect(sumOf(data.get('lock.waiting'), kind)).toBe(0);
+
+    const spans = spanExporter.getFinishedSpans().filter((s) => s.attributes['lock.kind'] === 'semaphore');
+    expect(spans.map((s) => `${s.name} ${String(s.attributes['lock.outcome'])}`).sort()).toEqual(
+      [
+        'lock.acquire export:#tenantId acquired',
+        'lock.acquire quota:#id acquired',
+        'lock.acquire quota:#id acquired',
+        'lock.acquire quota:#id acquired',
+        'lock.acquire quota:#id cancelled',
+        'lock.acquire quota:#id timeout',
+        'lock.acquire quota:#id unavailable',
+      ].sort(),
+    );
+    for (const span of spans) expect(typeof span.attributes['lock.wait.duration']).toBe('number');
+    const tokens = spans.filter((s) => s.attributes['lock.outcome'] === 'acquired').map((s) => s.attributes['lock.fencing_token']);
+    expect(tokens.every((token) => typeof token === 'number')).toBe(true);
+    expect(spans.filter((s) => s.attributes['lock.outcome'] !== 'acquired').every((s) => s.attributes['lock.fencing_token'] === undefined)).toBe(true);
+
+    // No concrete key in any attribute or span name by default.
+    const values = [
+      ...[...data.values()].flat().flatMap((p) => Object.values(p.attributes)),
+      ...spans.flatMap((s) => Object.values(s.attributes)),
+      ...spans.map((s) => s.name),
+    ].map(String);
+    for (const key of ['quota:1', 'quota:2', 'quota:3', 'quota:4', 'export:acme']) {
       expect(values.filter((v) => v.includes(key))).toEqual([]);
     }
   });

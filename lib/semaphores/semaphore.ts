@@ -1,6 +1,7 @@
 import { LockError, LockNotHeldError, LockTimeoutError, LockUnavailableError } from '../errors';
 import { INVALID_TIME, REPLICAS_NOT_SYNCED } from '../lock.messages';
 import { checkTime } from '../locks/base-lock';
+import { observeAcquire } from '../metrics/lock-telemetry';
 import type { CallTicket } from '../redis/bounded-call';
 import { withHashTag } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
@@ -33,6 +34,12 @@ export interface AcquireOptions {
    * and leaves no waiter, subscription or place in line behind. No effect once acquired.
    */
   signal?: AbortSignal;
+  /**
+   * The `lock.key_template` attribute of this acquisition's metrics and span (e.g. `'export:#tenantId'`;
+   * `@DistributedSemaphore` passes its key template); the concrete name is never recorded unless the
+   * module's `telemetryLockNames` option says so.
+   */
+  metricName?: string;
 }
 
 /** Options of `SemaphoreService.getSemaphore()`. */
@@ -251,13 +258,31 @@ export class Semaphore {
     return take;
   }
 
-  private async acquireWithin(waitMs: number, options: AcquireOptions | undefined): Promise<Permit | null> {
+  /**
+   * An acquisition with the locks' telemetry (DESIGN §10, `lock.kind` = `semaphore`): `lock.waiting`,
+   * `lock.acquisitions` and `lock.wait.duration` by outcome, the span `lock.acquire <template>`.
+   */
+  private acquireWithin(waitMs: number, options: AcquireOptions | undefined): Promise<Permit | null> {
+    const { telemetry } = this.engine;
+    if (!telemetry) return this.acquireUnobserved(waitMs, options);
+    let permit: Permit | null = null;
+    return observeAcquire(
+      telemetry,
+      'semaphore',
+      this.name,
+      options,
+      () => permit?.fencingToken,
+      () => this.acquireUnobserved(waitMs, options).then((granted) => (permit = granted) !== null),
+    ).then(() => permit);
+  }
+
+  private async acquireUnobserved(waitMs: number, options: AcquireOptions | undefined): Promise<Permit | null> {
     const take = this.checkRequest(options, waitMs);
     const signal = options?.signal;
     signal?.throwIfAborted();
     const permitId = this.engine.ids.nextOwner();
     const pending: Pending = {};
-    const acquisition = this.waitFor(permitId, take, waitMs, options?.leaseTime, pending);
+    const acquisition = this.waitFor(permitId, take, waitMs, options, pending);
     if (!signal) return acquisition;
     return new Promise<Permit | null>((resolve, reject) => {
       const onAbort = (): void => {
@@ -295,10 +320,11 @@ export class Semaphore {
     permitId: string,
     take: number,
     waitMs: number,
-    leaseTime: number | undefined,
+    acquireOptions: AcquireOptions | undefined,
     pending: Pending,
   ): Promise<Permit | null> {
     const { engine } = this;
+    const leaseTime = acquireOptions?.leaseTime;
     const { subscriber, options } = engine;
     const leaseMs = leaseTime ?? options.watchdogTimeout;
     const deadline = Date.now() + waitMs;
@@ -330,7 +356,7 @@ export class Semaphore {
           throw pending.cancelled;
         }
         if (isGrant(outcome)) {
-          const permit = await this.held(permitId, take, leaseMs, leaseTime, outcome.fencingToken);
+          const permit = await this.held(permitId, take, leaseMs, acquireOptions, outcome.fencingToken);
           acquired = true;
           return permit;
         }
@@ -389,8 +415,15 @@ export class Semaphore {
     }
   }
 
-  private async held(permitId: string, take: number, leaseMs: number, leaseTime: number | undefined, fencingToken: number): Promise<Permit> {
+  private async held(
+    permitId: string,
+    take: number,
+    leaseMs: number,
+    acquireOptions: AcquireOptions | undefined,
+    fencingToken: number,
+  ): Promise<Permit> {
     const { engine, keys } = this;
+    const leaseTime = acquireOptions?.leaseTime;
     if (engine.options.syncReplicas > 0) {
       const { syncReplicas, syncReplicasTimeout } = engine.options;
       const confirmed = await waitForReplicas(engine.client, keys.base, syncReplicas, syncReplicasTimeout);
@@ -407,6 +440,8 @@ export class Semaphore {
           ? { client: engine.client, call: { script: semaphoreScripts.renew, keys: [keys.base, keys.leases], args: [leaseMs, permitId] } }
           : undefined,
       releaseOne: () => this.giveBack(permitId, false),
+      // `lock.held` / `lock.hold.duration` / `lock.lost`: one hold per Permit, whatever its `take`.
+      telemetry: engine.telemetry?.holdTelemetry('semaphore', this.name, acquireOptions),
     };
     const hold = engine.holds.acquired(this.name, keys.base, permitId, terms);
     return new Permit(this, permitId, take, fencingToken, hold);
