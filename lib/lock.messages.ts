@@ -42,6 +42,11 @@ export const INVALID_TIME = (what: string, value: unknown): string =>
 
 // --- decorators and key templates ---
 
+/** The method decorator a configuration error names (`@FairLock` and the like are `@DistributedLock`). */
+export type DecoratorName = '@DistributedLock' | '@DistributedSemaphore';
+
+const isSemaphore = (decorator: DecoratorName): boolean => decorator === '@DistributedSemaphore';
+
 export const KEY_TEMPLATE_SYNTAX = (template: string, position: number, problem: string): string =>
   `Key template ${show(template)} is invalid at position ${position}: ${problem}`;
 
@@ -56,16 +61,28 @@ export const KEY_TEMPLATE_UNKNOWN_PARAMETER = (
   name: string,
   known: string,
   looksMinified = false,
+  decorator: DecoratorName = '@DistributedLock',
 ): string =>
-  `@DistributedLock on ${method}: key template ${show(template)} names parameter "${name}", ` +
+  `${decorator} on ${method}: key template ${show(template)} names parameter "${name}", ` +
   `which ${method} does not have (its parameters: ${known})${looksMinified ? MINIFIED_HINT : ''}`;
 
-export const KEY_TEMPLATE_UNKNOWN_POSITION = (method: string, template: string, placeholder: string, count: number): string =>
-  `@DistributedLock on ${method}: key template ${show(template)} uses ${placeholder}, ` +
+export const KEY_TEMPLATE_UNKNOWN_POSITION = (
+  method: string,
+  template: string,
+  placeholder: string,
+  count: number,
+  decorator: DecoratorName = '@DistributedLock',
+): string =>
+  `${decorator} on ${method}: key template ${show(template)} uses ${placeholder}, ` +
   `but ${method} declares ${count} parameter${count === 1 ? '' : 's'} (positions start at 0)`;
 
-export const KEY_TEMPLATE_NAMES_UNREADABLE = (method: string, template: string, name: string): string =>
-  `@DistributedLock on ${method}: key template ${show(template)} names parameter "${name}", ` +
+export const KEY_TEMPLATE_NAMES_UNREADABLE = (
+  method: string,
+  template: string,
+  name: string,
+  decorator: DecoratorName = '@DistributedLock',
+): string =>
+  `${decorator} on ${method}: key template ${show(template)} names parameter "${name}", ` +
   `but the parameter names of ${method} cannot be read from its source (a native or bound function, or code ` +
   'rewritten by a minifier or bundler); name parameters by position instead (#0, #1.field, which survive ' +
   'minification) or use a key function';
@@ -77,37 +94,54 @@ export const KEY_TEMPLATE_BAD_VALUE = (method: string, template: string, placeho
 export const KEY_FUNCTION_BAD_RESULT = (method: string, problem: string): string =>
   `Lock key for ${method} not built: the key function returned ${problem}; the method was not run`;
 
-export const DECORATOR_BAD_KEY = (method: string, key: unknown): string =>
-  `@DistributedLock on ${method}: the key must be a template string, an array of them, or a function ` +
-  `(...args) => string | string[] (got ${show(key)})`;
+export const DECORATOR_BAD_KEY = (method: string, key: unknown, decorator: DecoratorName = '@DistributedLock'): string =>
+  isSemaphore(decorator)
+    ? `${decorator} on ${method}: the key must be one template string or a function (...args) => string ` +
+      `returning one name (got ${show(key)})`
+    : `${decorator} on ${method}: the key must be a template string, an array of them, or a function ` +
+      `(...args) => string | string[] (got ${show(key)})`;
 
-export const DECORATOR_BAD_OPTION = (method: string, option: string, expected: string, value: unknown): string =>
-  `@DistributedLock on ${method}: option "${option}" must be ${expected} (got ${show(value)})`;
+/** `@DistributedSemaphore`'s key function returned several names. */
+export const SEMAPHORE_KEY_SEVERAL = (method: string): string =>
+  `@DistributedSemaphore on ${method}: the key function returned several names; a semaphore takes one`;
 
-export const DECORATOR_NOT_A_METHOD = (method: string): string =>
-  `@DistributedLock on ${method}: only methods can be locked (not getters, setters or fields)`;
+export const DECORATOR_BAD_OPTION = (
+  method: string,
+  option: string,
+  expected: string,
+  value: unknown,
+  decorator: DecoratorName = '@DistributedLock',
+): string => `${decorator} on ${method}: option "${option}" must be ${expected} (got ${show(value)})`;
 
-export const DECORATOR_ON_STATIC = (method: string): string =>
-  `@DistributedLock on ${method}: static methods cannot be locked (the lock module is found through the instance)`;
+export const DECORATOR_NOT_A_METHOD = (method: string, decorator: DecoratorName = '@DistributedLock'): string =>
+  `${decorator} on ${method}: only methods can be ${isSemaphore(decorator) ? 'decorated' : 'locked'} (not getters, setters or fields)`;
 
-export const DECORATOR_STACKED = (method: string): string =>
-  `@DistributedLock on ${method}: the method has two lock decorators; use one with an array of keys ` +
-  '(taken together as one multi-lock, in a stable order)';
+export const DECORATOR_ON_STATIC = (method: string, decorator: DecoratorName = '@DistributedLock'): string =>
+  `${decorator} on ${method}: static methods cannot be ${isSemaphore(decorator) ? 'decorated' : 'locked'} ` +
+  '(the lock module is found through the instance)';
 
-export const DECORATOR_NOT_ASYNC = (method: string, returnType: string): string =>
-  `@DistributedLock on ${method}: the method is declared to return ${returnType}; a locked method ` +
-  'returns a Promise (it waits for the lock), so declare it async / returning a Promise';
+export const DECORATOR_STACKED = (method: string, decorator: DecoratorName = '@DistributedLock'): string =>
+  isSemaphore(decorator)
+    ? `${decorator} on ${method}: the method has two lock decorators; a method takes one ` +
+      '(either permits of one semaphore or a lock)'
+    : `${decorator} on ${method}: the method has two lock decorators; use one with an array of keys ` +
+      '(taken together as one multi-lock, in a stable order)';
 
-export const DECORATOR_NOT_BOUND = (method: string): string =>
-  `${method} is decorated with @DistributedLock but its instance is not known to any LockModule: ` +
+export const DECORATOR_NOT_ASYNC = (method: string, returnType: string, decorator: DecoratorName = '@DistributedLock'): string =>
+  `${decorator} on ${method}: the method is declared to return ${returnType}; a ` +
+  `${isSemaphore(decorator) ? 'method taking permits returns a Promise (it waits for the permits)' : 'locked method returns a Promise (it waits for the lock)'}` +
+  ', so declare it async / returning a Promise';
+
+export const DECORATOR_NOT_BOUND = (method: string, decorator: DecoratorName = '@DistributedLock'): string =>
+  `${method} is decorated with ${decorator} but its instance is not known to any LockModule: ` +
   'import LockModule into the application and let Nest create the instance (the method was not run)';
 
-export const DECORATOR_AMBIGUOUS_BINDING = (method: string, count: number): string =>
-  `${method} is decorated with @DistributedLock and ${count} LockModule instances could serve it; ` +
+export const DECORATOR_AMBIGUOUS_BINDING = (method: string, count: number, decorator: DecoratorName = '@DistributedLock'): string =>
+  `${method} is decorated with ${decorator} and ${count} LockModule instances could serve it; ` +
   'import exactly one LockModule into the module that provides it';
 
-export const DECORATOR_ALREADY_BOUND = (method: string): string =>
-  `${method} is decorated with @DistributedLock and its instance is already served by the LockModule ` +
+export const DECORATOR_ALREADY_BOUND = (method: string, decorator: DecoratorName = '@DistributedLock'): string =>
+  `${method} is decorated with ${decorator} and its instance is already served by the LockModule ` +
   'of another application; an instance can belong to one application at a time';
 
 // --- multi-lock, RedLock, replicas ---

@@ -131,4 +131,58 @@ describe('@DistributedSemaphore at bootstrap', () => {
     expect(String(await bootstrap(UnknownOption))).toMatch(/UnknownOption\.run: option "mode"/);
     expect(String(await bootstrap(BadWait))).toMatch(/BadWait\.run: option "waitTime"/);
   });
+
+  it('names @DistributedSemaphore (not @DistributedLock) in key template, option, bootstrap and call-time errors', async () => {
+    @Injectable()
+    class BadPosition {
+      @DistributedSemaphore('export:#2', { permits: 2 })
+      async run(id: string): Promise<void> {}
+    }
+    @Injectable()
+    class BadLease {
+      @DistributedSemaphore('export:#id', { permits: 2, leaseTime: 0 })
+      async run(id: string): Promise<void> {}
+    }
+    @Injectable()
+    class Synchronous {
+      @DistributedSemaphore('export:#id', { permits: 2 })
+      run(id: string): string {
+        return id;
+      }
+    }
+    @Injectable()
+    class Shared {
+      @DistributedSemaphore('export:#id', { permits: 2 })
+      async run(id: string): Promise<void> {}
+    }
+    const messageOf = async (provider: Type) => String((await bootstrap(provider)) as Error);
+    // key template
+    expect(await messageOf(BadPosition)).toContain(
+      '@DistributedSemaphore on BadPosition.run: key template "export:#2" uses #2, but BadPosition.run declares 1 parameter',
+    );
+    // options checked by the machinery shared with @DistributedLock
+    expect(await messageOf(BadLease)).toContain(
+      '@DistributedSemaphore on BadLease.run: option "leaseTime" must be a finite number of milliseconds > 0 (got 0)',
+    );
+    expect(await messageOf(Synchronous)).toContain('@DistributedSemaphore on Synchronous.run: the method is declared to return String');
+    // bootstrap: two LockModules that could serve the provider
+    const twoModules = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: 'redis://127.0.0.1:1' }), LockModule.forRoot({ redis: 'redis://127.0.0.1:1', keyPrefix: 'other:' })],
+      providers: [Shared],
+    }).compile();
+    twoModules.useLogger(false);
+    await expect(twoModules.init()).rejects.toThrow('Shared.run is decorated with @DistributedSemaphore and 2 LockModule instances could serve it');
+    await twoModules.close().catch(() => undefined);
+    // call time: an instance no LockModule serves; and where it is decorated: a static method
+    await expect(new Shared().run('a')).rejects.toThrow('Shared.run is decorated with @DistributedSemaphore but its instance is not known to any LockModule');
+    expect(() => {
+      class Static {
+        @DistributedSemaphore('x', { permits: 1 })
+        static async run(): Promise<void> {}
+      }
+      return Static;
+    }).toThrow('@DistributedSemaphore on Static.run: static methods cannot be decorated');
+    const all = [BadPosition, BadLease, Synchronous].map(messageOf);
+    for (const message of await Promise.all(all)) expect(message).not.toContain('@DistributedLock');
+  });
 });

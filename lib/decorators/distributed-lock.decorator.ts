@@ -81,7 +81,7 @@ function callLocked(
   // Not an async function: the run's own promise is returned as is (no extra promise to adopt it
   // per call); a missing binding or a bad key value still rejects, never throws.
   try {
-    const binding = bindingOf(thisArg, locked.method);
+    const binding = bindingOf(thisArg, locked.method, locked.decorator);
     const names = locked.namesFor(thisArg, args);
     const signal = requestSignal();
     const options = signal ? { ...locked.runOptions, signal } : locked.runOptions;

@@ -17,11 +17,11 @@ import { DistributedSemaphoreOptions, SemaphoreMethod } from './semaphore-method
 export function DistributedSemaphore(key: LockKey, options: DistributedSemaphoreOptions): MethodDecorator {
   return (target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor) => {
     const method = `${typeof target === 'function' ? target.name : target.constructor.name}.${String(propertyKey)}`;
-    if (typeof target === 'function') throw new TypeError(DECORATOR_ON_STATIC(method));
+    if (typeof target === 'function') throw new TypeError(DECORATOR_ON_STATIC(method, '@DistributedSemaphore'));
     const original: unknown = descriptor.value;
-    if (typeof original !== 'function') throw new TypeError(DECORATOR_NOT_A_METHOD(method));
+    if (typeof original !== 'function') throw new TypeError(DECORATOR_NOT_A_METHOD(method, '@DistributedSemaphore'));
     const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
-    const stacked = lockedMethodOf(original) ? new TypeError(DECORATOR_STACKED(method)) : undefined;
+    const stacked = lockedMethodOf(original) ? new TypeError(DECORATOR_STACKED(method, '@DistributedSemaphore')) : undefined;
     const semaphore = new SemaphoreMethod(method, key, options, original, returnType, stacked);
     descriptor.value = lockedWrapper(original, semaphore, lockContextParameter(target, propertyKey));
   };

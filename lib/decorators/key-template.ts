@@ -1,5 +1,6 @@
 import { KeyTemplateError } from '../errors';
 import {
+  type DecoratorName,
   KEY_TEMPLATE_BAD_VALUE,
   KEY_TEMPLATE_NAMES_UNREADABLE,
   KEY_TEMPLATE_SYNTAX,
@@ -122,12 +123,18 @@ type ArgumentReader = (args: readonly unknown[]) => unknown;
 /**
  * Compiles `template` for a method whose declared parameters are `parameters` (undefined when they
  * cannot be read). Every placeholder is checked now, so a name the method does not have fails at
- * bootstrap with the method and the name; `method` is `Class.method` for messages.
+ * bootstrap with the method and the name; `method` is `Class.method` and `decorator` the decorator
+ * using the template, for messages.
  */
-export function compileKeyTemplate(template: string, parameters: readonly DeclaredParameter[] | undefined, method: string): KeyBuilder {
+export function compileKeyTemplate(
+  template: string,
+  parameters: readonly DeclaredParameter[] | undefined,
+  method: string,
+  decorator: DecoratorName = '@DistributedLock',
+): KeyBuilder {
   const parts = parseKeyTemplate(template).map((part) => {
     if (typeof part === 'string') return part;
-    const read = argumentReader(part, parameters, method, template);
+    const read = argumentReader(part, parameters, method, template, decorator);
     return (args: readonly unknown[]) => keyText(walk(read(args), part, method, template), part, method, template);
   });
   // Specialised once per method for the usual shapes (no array or join per call).
@@ -152,6 +159,7 @@ function argumentReader(
   parameters: readonly DeclaredParameter[] | undefined,
   method: string,
   template: string,
+  decorator: DecoratorName,
 ): ArgumentReader {
   const { root } = placeholder;
   const declared = parameters?.findIndex((parameter) => parameter.name === root) ?? -1;
@@ -163,16 +171,16 @@ function argumentReader(
   if (!Number.isNaN(position)) {
     const hasRest = parameters?.some((parameter) => parameter.rest) ?? true;
     if (parameters && !hasRest && position >= parameters.length) {
-      throw new KeyTemplateError(KEY_TEMPLATE_UNKNOWN_POSITION(method, template, `#${root}`, parameters.length));
+      throw new KeyTemplateError(KEY_TEMPLATE_UNKNOWN_POSITION(method, template, `#${root}`, parameters.length, decorator));
     }
     return (args) => args[position];
   }
-  if (!parameters) throw new KeyTemplateError(KEY_TEMPLATE_NAMES_UNREADABLE(method, template, root));
+  if (!parameters) throw new KeyTemplateError(KEY_TEMPLATE_NAMES_UNREADABLE(method, template, root, decorator));
   const known = parameters.map((parameter, i) => (parameter.name ? `${parameter.rest ? '...' : ''}${parameter.name}` : `#${i} (destructured)`));
   const names = parameters.flatMap((parameter) => (parameter.name ? [parameter.name] : []));
   // Minifiers rename parameters to one or two characters (`e`, `t`, `n`...): say so, and what survives.
   const looksMinified = names.length > 0 && names.every((name) => name.length <= 2);
-  throw new KeyTemplateError(KEY_TEMPLATE_UNKNOWN_PARAMETER(method, template, root, known.join(', ') || 'none', looksMinified));
+  throw new KeyTemplateError(KEY_TEMPLATE_UNKNOWN_PARAMETER(method, template, root, known.join(', ') || 'none', looksMinified, decorator));
 }
 
 function describeStep(step: PathStep): string {

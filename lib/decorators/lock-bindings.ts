@@ -1,4 +1,4 @@
-import { DECORATOR_ALREADY_BOUND, DECORATOR_AMBIGUOUS_BINDING, DECORATOR_NOT_BOUND } from '../lock.messages';
+import { DECORATOR_ALREADY_BOUND, DECORATOR_AMBIGUOUS_BINDING, DECORATOR_NOT_BOUND, type DecoratorName } from '../lock.messages';
 import type { LockBinding } from './lock-binding';
 
 /**
@@ -10,9 +10,9 @@ import type { LockBinding } from './lock-binding';
 const byInstance = new WeakMap<object, LockBinding>();
 const byClass = new WeakMap<Function, Set<LockBinding>>();
 
-export function bindInstance(instance: object, binding: LockBinding, method: string): void {
+export function bindInstance(instance: object, binding: LockBinding, method: string, decorator?: DecoratorName): void {
   const existing = byInstance.get(instance);
-  if (existing && existing !== binding && !existing.closed) throw new Error(DECORATOR_ALREADY_BOUND(method));
+  if (existing && existing !== binding && !existing.closed) throw new Error(DECORATOR_ALREADY_BOUND(method, decorator));
   byInstance.set(instance, binding);
 }
 
@@ -38,13 +38,13 @@ export function unbind(binding: LockBinding, types: Iterable<Function>): void {
 }
 
 /** The binding serving `instance`; throws (the method must not run unlocked) when there is none. */
-export function bindingOf(instance: unknown, method: string): LockBinding {
+export function bindingOf(instance: unknown, method: string, decorator?: DecoratorName): LockBinding {
   if (typeof instance === 'object' && instance !== null) {
     const bound = byInstance.get(instance);
     if (bound) return bound;
     const byType = byClass.get(instance.constructor);
     if (byType?.size === 1) return byType.values().next().value!;
-    if (byType && byType.size > 1) throw new Error(DECORATOR_AMBIGUOUS_BINDING(method, byType.size));
+    if (byType && byType.size > 1) throw new Error(DECORATOR_AMBIGUOUS_BINDING(method, byType.size, decorator));
   }
-  throw new Error(DECORATOR_NOT_BOUND(method));
+  throw new Error(DECORATOR_NOT_BOUND(method, decorator));
 }

@@ -68,14 +68,14 @@ export class LockExplorer implements OnModuleInit, OnApplicationShutdown {
     if (engines.length === 1) return engines[0].instance === this.engine;
     const host = wrapper.host;
     const near = engines.filter((engine) => engine.host && (engine.host === host || host?.imports.has(engine.host)));
-    if (near.length !== 1) throw new Error(DECORATOR_AMBIGUOUS_BINDING(locked.method, near.length || engines.length));
+    if (near.length !== 1) throw new Error(DECORATOR_AMBIGUOUS_BINDING(locked.method, near.length || engines.length, locked.decorator));
     return near[0].instance === this.engine;
   }
 
   private bind(wrapper: InstanceWrapper, prototype: object, locked: LockedMethod): void {
     const instance: unknown = wrapper.instance;
     if (wrapper.isDependencyTreeStatic() && !wrapper.isTransient && typeof instance === 'object' && instance !== null) {
-      bindInstance(instance, this.binding, locked.method);
+      bindInstance(instance, this.binding, locked.method, locked.decorator);
       return;
     }
     // Request-scoped and transient instances are created later, one per request or consumer.

@@ -3,6 +3,7 @@ import {
   DECORATOR_BAD_KEY,
   DECORATOR_BAD_OPTION,
   DECORATOR_NOT_ASYNC,
+  type DecoratorName,
   KEY_FUNCTION_BAD_RESULT,
 } from '../lock.messages';
 import type { LockRunContext, RunOptions } from '../locks/lock';
@@ -37,6 +38,8 @@ export class LockedMethod {
     declaredReturnType: unknown,
     /** A problem the decorator found before (two lock decorators on one method). */
     earlierProblem?: Error,
+    /** The decorator this method was declared with, as configuration errors name it. */
+    readonly decorator: DecoratorName = '@DistributedLock',
   ) {
     let mode: LockMode = 'reentrant';
     let runOptions: RunOptions = {};
@@ -46,9 +49,9 @@ export class LockedMethod {
     let problem: Error | undefined;
     try {
       if (earlierProblem) throw earlierProblem;
-      ({ mode, runOptions } = checkOptions(method, options));
-      checkReturnType(method, declaredReturnType);
-      keys = compileKey(method, key, original);
+      ({ mode, runOptions } = checkOptions(method, options, decorator));
+      checkReturnType(method, declaredReturnType, decorator);
+      keys = compileKey(method, key, original, decorator);
     } catch (error) {
       problem = error as Error;
     }
@@ -70,23 +73,24 @@ export class LockedMethod {
   }
 }
 
-function checkOptions(method: string, options: DistributedLockOptions | undefined): { mode: LockMode; runOptions: RunOptions } {
+function checkOptions(
+  method: string,
+  options: DistributedLockOptions | undefined,
+  decorator: DecoratorName,
+): { mode: LockMode; runOptions: RunOptions } {
   if (options === undefined) return { mode: 'reentrant', runOptions: {} };
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new TypeError(DECORATOR_BAD_OPTION(method, 'options', 'an object', options));
-  }
+  const bad = (option: string, expected: string, value: unknown) => new TypeError(DECORATOR_BAD_OPTION(method, option, expected, value, decorator));
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw bad('options', 'an object', options);
   for (const option of Object.keys(options)) {
-    if (!KNOWN_OPTIONS.includes(option)) {
-      throw new TypeError(DECORATOR_BAD_OPTION(method, option, `one of the known options (${KNOWN_OPTIONS.join(', ')})`, option));
-    }
+    if (!KNOWN_OPTIONS.includes(option)) throw bad(option, `one of the known options (${KNOWN_OPTIONS.join(', ')})`, option);
   }
   const { mode = 'reentrant', waitTime, leaseTime } = options;
-  if (!LOCK_MODES.includes(mode)) throw new TypeError(DECORATOR_BAD_OPTION(method, 'mode', LOCK_MODES.map((m) => `'${m}'`).join(' | '), mode));
+  if (!LOCK_MODES.includes(mode)) throw bad('mode', LOCK_MODES.map((m) => `'${m}'`).join(' | '), mode);
   if (waitTime !== undefined && (typeof waitTime !== 'number' || Number.isNaN(waitTime) || waitTime < 0)) {
-    throw new TypeError(DECORATOR_BAD_OPTION(method, 'waitTime', 'a number of milliseconds >= 0', waitTime));
+    throw bad('waitTime', 'a number of milliseconds >= 0', waitTime);
   }
   if (leaseTime !== undefined && (typeof leaseTime !== 'number' || !Number.isFinite(leaseTime) || leaseTime <= 0)) {
-    throw new TypeError(DECORATOR_BAD_OPTION(method, 'leaseTime', 'a finite number of milliseconds > 0', leaseTime));
+    throw bad('leaseTime', 'a finite number of milliseconds > 0', leaseTime);
   }
   const runOptions: RunOptions = {};
   if (waitTime !== undefined) runOptions.waitTime = waitTime;
@@ -106,21 +110,21 @@ function metricNameOf(method: string, key: LockKey): string {
   return method;
 }
 
-function checkReturnType(method: string, declared: unknown): void {
+function checkReturnType(method: string, declared: unknown, decorator: DecoratorName): void {
   if (typeof declared !== 'function' || declared === Promise || declared === Object) return;
-  throw new TypeError(DECORATOR_NOT_ASYNC(method, declared.name || 'a non-Promise value'));
+  throw new TypeError(DECORATOR_NOT_ASYNC(method, declared.name || 'a non-Promise value', decorator));
 }
 
-function compileKey(method: string, key: LockKey, original: Function): LockedMethod['keys'] {
+function compileKey(method: string, key: LockKey, original: Function, decorator: DecoratorName): LockedMethod['keys'] {
   if (typeof key === 'function') {
     return (thisArg, args) => checkKeyFunctionResult(method, key.apply(thisArg, args as unknown[]));
   }
   const templates = typeof key === 'string' ? [key] : Array.isArray(key) ? key : undefined;
   if (!templates || templates.length === 0 || templates.some((template) => typeof template !== 'string')) {
-    throw new TypeError(DECORATOR_BAD_KEY(method, key));
+    throw new TypeError(DECORATOR_BAD_KEY(method, key, decorator));
   }
   const parameters = declaredParameters(original);
-  const builders: KeyBuilder[] = templates.map((template) => compileKeyTemplate(template, parameters, method));
+  const builders: KeyBuilder[] = templates.map((template) => compileKeyTemplate(template, parameters, method, decorator));
   if (typeof key === 'string') return (_thisArg, args) => builders[0](args);
   return (_thisArg, args) => builders.map((build) => build(args));
 }

@@ -1,4 +1,5 @@
 import { KeyTemplateError } from '../errors';
+import { DECORATOR_BAD_KEY, DECORATOR_BAD_OPTION, SEMAPHORE_KEY_SEVERAL } from '../lock.messages';
 import type { LockRunContext, RunOptions } from '../locks/lock';
 import type { LockBinding } from './lock-binding';
 import { LockedMethod, LockNames } from './locked-method';
@@ -18,12 +19,10 @@ export interface DistributedSemaphoreOptions {
 
 const KNOWN_OPTIONS = ['permits', 'take', 'waitTime', 'leaseTime'];
 
-const show = (value: unknown): string => (typeof value === 'string' ? JSON.stringify(value) : String(value));
-
 /** Why `@DistributedSemaphore`'s own options cannot be used, or undefined. */
 function semaphoreProblem(method: string, key: LockKey, options: DistributedSemaphoreOptions | undefined): Error | undefined {
   const bad = (option: string, expected: string, value: unknown) =>
-    new TypeError(`@DistributedSemaphore on ${method}: option "${option}" must be ${expected} (got ${show(value)})`);
+    new TypeError(DECORATOR_BAD_OPTION(method, option, expected, value, '@DistributedSemaphore'));
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     return bad('options', 'an object with at least { permits }', options);
   }
@@ -35,9 +34,7 @@ function semaphoreProblem(method: string, key: LockKey, options: DistributedSema
   if (take !== undefined && (typeof take !== 'number' || !Number.isInteger(take) || take < 1 || take > permits)) {
     return bad('take', `a whole number from 1 to permits (${permits})`, take);
   }
-  if (Array.isArray(key)) {
-    return new TypeError(`@DistributedSemaphore on ${method}: the key must be one template string or a function returning one name (got an array)`);
-  }
+  if (Array.isArray(key)) return new TypeError(DECORATOR_BAD_KEY(method, key, '@DistributedSemaphore'));
   return undefined;
 }
 
@@ -62,14 +59,14 @@ export class SemaphoreMethod extends LockedMethod {
     const lockOptions: { waitTime?: number; leaseTime?: number } = {};
     if (options?.waitTime !== undefined) lockOptions.waitTime = options.waitTime;
     if (options?.leaseTime !== undefined) lockOptions.leaseTime = options.leaseTime;
-    super(method, key, lockOptions, original, declaredReturnType, problem);
+    super(method, key, lockOptions, original, declaredReturnType, problem, '@DistributedSemaphore');
     this.permits = options?.permits;
     this.take = options?.take;
   }
 
   override run<T>(binding: LockBinding, names: LockNames, body: (context: LockRunContext) => T | Promise<T>, options: RunOptions): Promise<T> {
     if (typeof names !== 'string') {
-      return Promise.reject(new KeyTemplateError(`@DistributedSemaphore on ${this.method}: the key function returned several names; a semaphore takes one`));
+      return Promise.reject(new KeyTemplateError(SEMAPHORE_KEY_SEVERAL(this.method)));
     }
     return binding.runSemaphore(names, body, { ...options, permits: this.permits, take: this.take });
   }
