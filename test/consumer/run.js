@@ -16,6 +16,11 @@
  *                     directory and started from a third one
  *    Each: a `@DistributedLock` route answers 200; while one request holds the lock a second one
  *    gets 423 Locked (waitTime 100 ms); another key is not blocked; after the release it answers 200.
+ *    The two apps also install @nestjs/terminus of their Nest major (11: CommonJS; 12: ESM-only,
+ *    loaded by this CommonJS library through `require(esm)`) and serve GET /health with
+ *    `LockHealthIndicator` from `nestjs-redis-locks/terminus`: 200 with the indicator's `up` details,
+ *    then 503 with its `down` details (an answer, not an exception) once the script stops the app's
+ *    own redis-server. Each app gets its own redis-server for that reason.
  *
  * Installs use the npm cache (--prefer-offline). KEEP_CONSUMER_TMP=1 keeps the temp dir.
  */
@@ -87,7 +92,17 @@ async function startRedis() {
     const out = execFileSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
     return out.trim() === 'PONG';
   }, 'redis-server');
-  return { port, url: `redis://127.0.0.1:${port}` };
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    /** Kills redis-server and resolves once it is gone (its port refuses connections). */
+    async stop() {
+      child.kill('SIGKILL');
+      await exited;
+      children.delete(child);
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -134,9 +149,29 @@ async function pack() {
 // The scratch apps
 
 /** The app's source; `esm` adds the .js extensions Node's ESM resolution wants. */
-function appSource({ platform, esm, ownFilter }) {
+function appSource({ platform, esm, ownFilter, health }) {
   const ext = esm ? '.js' : '';
   const files = {};
+  if (health) {
+    files['src/health.controller.ts'] = `import { Controller, Get } from '@nestjs/common';
+import { HealthCheck, HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
+import { LockHealthIndicator } from 'nestjs-redis-locks/terminus';
+
+@Controller('health')
+export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly locks: LockHealthIndicator,
+  ) {}
+
+  @Get()
+  @HealthCheck()
+  check(): Promise<HealthCheckResult> {
+    return this.health.check([() => this.locks.isHealthy()]);
+  }
+}
+`;
+  }
   files['src/work.controller.ts'] = `import { Controller, Get, Param, Query } from '@nestjs/common';
 import { DistributedLock, LockService } from 'nestjs-redis-locks';
 
@@ -160,13 +195,22 @@ export class WorkController {
   }
 }
 `;
+  // commandTimeout bounds the health check's PING once redis-server is gone; watchdogTimeout makes
+  // the first watchdog round (reported by the indicator) come within a second.
   files['src/app.module.ts'] = `import { Module } from '@nestjs/common';
 import { LockModule } from 'nestjs-redis-locks';
-import { WorkController } from './work.controller${ext}';
+${health ? `import { TerminusModule } from '@nestjs/terminus';\nimport { LockHealthIndicator } from 'nestjs-redis-locks/terminus';\nimport { HealthController } from './health.controller${ext}';\n` : ''}import { WorkController } from './work.controller${ext}';
 
 @Module({
-  imports: [LockModule.forRoot({ redis: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', keyPrefix: 'consumer:' })],
-  controllers: [WorkController],
+  imports: [
+    LockModule.forRoot({
+      redis: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      keyPrefix: 'consumer:',
+      commandTimeout: 1_000,
+      watchdogTimeout: 3_000,
+    }),${health ? '\n    TerminusModule,' : ''}
+  ],
+  controllers: [WorkController${health ? ', HealthController' : ''}],${health ? '\n  providers: [LockHealthIndicator],' : ''}
 })
 export class AppModule {}
 `;
@@ -189,7 +233,14 @@ export class AllExceptionsFilter implements ExceptionFilter {
       httpAdapter.reply(response, { ...body, handledBy: 'app' }, status);
       return;
     }
-    const status = exception instanceof HttpException ? exception.getStatus() : HttpStatus.INTERNAL_SERVER_ERROR;
+    if (exception instanceof HttpException) {
+      // Nest's own answers (404, terminus's 503 with the health details) keep their body.
+      const body: unknown = exception.getResponse();
+      const fields = typeof body === 'object' && body !== null ? body : { statusCode: exception.getStatus(), message: body };
+      httpAdapter.reply(response, { ...fields, handledBy: 'app' }, exception.getStatus());
+      return;
+    }
+    const status = HttpStatus.INTERNAL_SERVER_ERROR;
     httpAdapter.reply(response, { statusCode: status, message: 'app catch-all', handledBy: 'app' }, status);
   }
 }
@@ -221,14 +272,16 @@ void bootstrap();
 const APPS = [
   {
     name: 'nest11-cjs',
-    label: 'NestJS 11, CommonJS, Express, ioredis 5',
+    label: 'NestJS 11, CommonJS, Express, ioredis 5, terminus 11',
     platform: 'express',
     esm: false,
     ownFilter: false,
+    health: true,
     deps: {
       '@nestjs/common': '^11',
       '@nestjs/core': '^11',
       '@nestjs/platform-express': '^11',
+      '@nestjs/terminus': '^11',
       ioredis: '^5',
       'reflect-metadata': '^0.2',
       rxjs: '^7',
@@ -237,14 +290,16 @@ const APPS = [
   },
   {
     name: 'nest12-esm',
-    label: 'NestJS 12, ESM, Fastify, ioredis 6, own catch-all filter',
+    label: 'NestJS 12, ESM, Fastify, ioredis 6, terminus 12, own catch-all filter',
     platform: 'fastify',
     esm: true,
     ownFilter: true,
+    health: true,
     deps: {
       '@nestjs/common': '^12',
       '@nestjs/core': '^12',
       '@nestjs/platform-fastify': '^12',
+      '@nestjs/terminus': '^12',
       ioredis: '^6',
       'reflect-metadata': '^0.2',
       rxjs: '^7',
@@ -287,7 +342,7 @@ async function buildApp(app, tarball) {
   fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify(tsconfig(app.esm), null, 2));
   for (const [file, text] of Object.entries(appSource(app))) fs.writeFileSync(path.join(dir, file), text);
   await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir });
-  const versions = ['@nestjs/core', 'ioredis', 'typescript'].map((name) => {
+  const versions = ['@nestjs/core', ...(app.health ? ['@nestjs/terminus'] : []), 'ioredis', 'typescript'].map((name) => {
     const version = JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', name, 'package.json'), 'utf8')).version;
     return `${name}@${version}`;
   });
@@ -300,7 +355,8 @@ async function buildApp(app, tarball) {
 async function bundle(appDir) {
   const outDir = path.join(tmp, 'bundled', 'app');
   fs.mkdirSync(outDir, { recursive: true });
-  // Nest requires these lazily and only when used (microservices, websockets, validation pipes).
+  // Nest requires these lazily and only when used (microservices, websockets, validation pipes),
+  // and so does terminus for its database indicators.
   const optional = [
     '@nestjs/microservices',
     '@nestjs/microservices/microservices-module',
@@ -311,6 +367,11 @@ async function bundle(appDir) {
     'class-validator',
     '@fastify/static',
     '@fastify/view',
+    // @nestjs/terminus's database indicators, required only when one is used.
+    '@mikro-orm/core',
+    '@nestjs/mongoose',
+    '@nestjs/typeorm/*',
+    '@nestjs/sequelize/*',
   ];
   await run(
     path.join(appDir, 'node_modules', '.bin', 'esbuild'),
@@ -413,32 +474,71 @@ async function check(name, app, { ownFilter }) {
   log(`${name}: 200 when free, 423 under contention, other keys unaffected, 200 after release`);
 }
 
+/**
+ * GET /health (TerminusModule + LockHealthIndicator): 200 with the indicator's `up` details once a
+ * watchdog round ran; then, with the app's redis-server stopped, 503 carrying the indicator's `down`
+ * details (the indicator answered; had it thrown, terminus would have no details to report).
+ */
+async function checkHealth(name, app, redis, { ownFilter }) {
+  let up;
+  await waitFor(async () => {
+    up = await get(app.base, '/health');
+    return up.status === 200 && typeof up.body.info?.locks?.watchdogRoundAgeMs === 'number';
+  }, `${name} GET /health up with a watchdog round`, 10_000).catch((error) => fail(`${error.message}: last answer ${JSON.stringify(up)}`));
+  expectEqual(up.body.status, 'ok', `${name} /health body.status`);
+  const locks = up.body.info.locks;
+  expectEqual(locks.status, 'up', `${name} /health locks.status`);
+  if (!(typeof locks.pingMs === 'number' && locks.pingMs >= 0)) fail(`${name} /health locks.pingMs: ${JSON.stringify(locks)}`);
+  expectEqual(typeof locks.subscriber, 'string', `${name} /health locks.subscriber`);
+  if (!(locks.watchdogRoundAgeMs >= 0 && locks.watchdogRoundAgeMs < 10_000)) fail(`${name} /health locks.watchdogRoundAgeMs: ${JSON.stringify(locks)}`);
+
+  await redis.stop();
+  const down = await get(app.base, '/health');
+  expectEqual(down.status, 503, `${name} GET /health with redis-server stopped`);
+  expectEqual(down.body.status, 'error', `${name} 503 body.status`);
+  const failed = down.body.error?.locks ?? {};
+  expectEqual(failed.status, 'down', `${name} 503 body.error.locks.status`);
+  if (!/PING/.test(String(failed.message))) fail(`${name} 503 locks.message names the failed PING: ${JSON.stringify(down.body)}`);
+  expectEqual(typeof failed.subscriber, 'string', `${name} 503 locks.subscriber`);
+  if (!('watchdogRoundAgeMs' in failed)) fail(`${name} 503 lacks locks.watchdogRoundAgeMs: ${JSON.stringify(down.body)}`);
+  if (ownFilter) expectEqual(down.body.handledBy, 'app', `${name} 503 passed through the app's own filter`);
+  log(`${name}: GET /health 200 up (pingMs ${locks.pingMs}, subscriber ${locks.subscriber}, watchdogRoundAgeMs ${locks.watchdogRoundAgeMs}), 503 down once redis-server stopped`);
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
   log(`temp dir ${tmp}`);
-  const [tarball, redis] = await Promise.all([pack(), startRedis()]);
+  const tarball = await pack();
   const dirs = await Promise.all(APPS.map((app) => buildApp(app, tarball)));
   const bundlePath = await bundle(dirs[0]);
 
   for (const [index, app] of APPS.entries()) {
     const main = path.join(dirs[index], 'dist', 'main.js');
-    const running = await boot(app.name, process.execPath, [main], dirs[index], redis.url);
+    // Its own redis-server: the health check stops it.
+    const own = await startRedis();
+    const running = await boot(app.name, process.execPath, [main], dirs[index], own.url);
     try {
       await check(app.name, running, app);
+      if (app.health) await checkHealth(app.name, running, own, app);
     } finally {
       await running.stop();
+      await own.stop();
     }
   }
 
-  // The bundle, started from a directory that is neither its own nor an app's.
+  // The bundle (nest11-cjs with terminus inlined), started from a directory that is neither its own
+  // nor an app's.
   const elsewhere = path.join(tmp, 'elsewhere');
   fs.mkdirSync(elsewhere);
+  const redis = await startRedis();
   const running = await boot('bundled', process.execPath, [bundlePath], elsewhere, redis.url);
   try {
     await check('bundled', running, { ownFilter: false });
+    await checkHealth('bundled', running, redis, { ownFilter: false });
   } finally {
     await running.stop();
+    await redis.stop();
   }
   log(`passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
