@@ -8,15 +8,16 @@ import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lo
 export class ReentrantLock extends BaseLock {
   readonly kind = 'reentrant';
 
-  // The keys of this lock, made once per lock object rather than once per call.
-  private acquireKeys: readonly string[] | undefined;
+  // The release's channel key, made once per lock object. (The acquire keys are not kept: a lock
+  // object that waits would carry them all along, and 20,000 waiters add up.)
   private channelKey: string | undefined;
 
   // Plain promise chains rather than async functions: one promise and one frame less per call.
   protected attempt(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
     const { scripts, client, fenceMemoryMs } = this.engine;
-    this.acquireKeys ??= [this.lockKey, LockKeys.fence(this.lockKey)];
-    return scripts.reentrantAcquire.run(client, this.acquireKeys, [leaseMs, this.ownerId, requestId, fenceMemoryMs], ticket).then(attemptResult);
+    return scripts.reentrantAcquire
+      .run(client, [this.lockKey, LockKeys.fence(this.lockKey)], [leaseMs, this.ownerId, requestId, fenceMemoryMs], ticket)
+      .then(attemptResult);
   }
 
   protected releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ReleaseResult> {
