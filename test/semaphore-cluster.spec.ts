@@ -51,6 +51,14 @@ describe('semaphores on Redis Cluster (3 masters)', () => {
         }
         const waiting = other.get(SemaphoreService).getSemaphore(name, { permits: 2 }).acquire({ take: 2, waitTime: 60_000 });
         await waitUntil(async () => (await shardSubscribers(owners[i], `${semKey(name)}:channel`)) === 1);
+        // inspect asks the semaphore's own shard: both holders (from this instance) and the waiter.
+        const info = await other.get(SemaphoreService).inspect(name);
+        expect(info).toMatchObject({ name, kind: 'semaphore', permits: 2, available: 0 });
+        expect(info.holders.map((h) => [h.ownerId, h.permits, h.fencingToken]).sort()).toEqual(
+          held.map((p) => [p.ownerId, 1, p.fencingToken]).sort(),
+        );
+        expect(info.holders.every((h) => h.ttl > 0 && h.ttl <= WATCHDOG_MS)).toBe(true);
+        expect(info.waiters).toEqual([{ ownerId: expect.any(String), permits: 2 }]);
         // Renewed past several leases while the waiter waits.
         const until = Date.now() + WATCHDOG_MS * 3;
         await waitUntil(() => Date.now() > until, 10_000, 50);
@@ -63,6 +71,7 @@ describe('semaphores on Redis Cluster (3 masters)', () => {
         expect(Date.now() - releasedAt).toBeLessThan(1_000);
         expect(next.fencingToken).toBeGreaterThan(Math.max(...held.map((p) => p.fencingToken)));
         await next.release();
+        expect(await app.get(SemaphoreService).inspect(name)).toMatchObject({ permits: undefined, holders: [], waiters: [] });
         // The subscription is dropped with the last waiter.
         await waitUntil(async () => (await shardSubscribers(owners[i], `${semKey(name)}:channel`)) === 0);
         expect(other.get(LockEngine).subscriber.hasWaiters(`${semKey(name)}:channel`)).toBe(false);

@@ -318,7 +318,13 @@ describe('SemaphoreService when Redis cannot be asked', () => {
         LockUnavailableError,
       );
       await expect(permit.release()).rejects.toBeInstanceOf(LockUnavailableError);
+      // Reads are bounded too: LockUnavailableError within commandTimeout (plus scheduling slack).
+      started = Date.now();
       await expect(semaphore.availablePermits()).rejects.toBeInstanceOf(LockUnavailableError);
+      expect(Date.now() - started).toBeLessThan(300 + 1_000);
+      started = Date.now();
+      await expect(app.get(SemaphoreService).inspect('down')).rejects.toBeInstanceOf(LockUnavailableError);
+      expect(Date.now() - started).toBeLessThan(300 + 1_000);
       await redis.resume();
       // Back: the semaphore works again without a restart (the unanswered calls applied or expire).
       const again = await semaphore.acquire({ waitTime: 10_000 });
