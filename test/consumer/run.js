@@ -129,6 +129,18 @@ async function pack() {
   for (const field of ['repository', 'homepage', 'bugs', 'keywords', 'license', 'engines', 'peerDependencies']) {
     if (!pkg[field]) fail(`package.json lacks ${field}`);
   }
+  // The optional peers: terminus for the /terminus subpath (both majors the apps below run), and the
+  // OpenTelemetry API (the apps do not install it: buildApp checks npm left it out).
+  const peers = pkg.peerDependencies;
+  const optional = pkg.peerDependenciesMeta ?? {};
+  for (const major of ['11', '12']) {
+    if (!String(peers['@nestjs/terminus']).split('||').some((range) => range.trim() === `^${major}`)) {
+      fail(`peerDependencies['@nestjs/terminus'] (${peers['@nestjs/terminus']}) lacks ^${major}`);
+    }
+  }
+  for (const name of ['@nestjs/terminus', '@opentelemetry/api']) {
+    if (!peers[name] || optional[name]?.optional !== true) fail(`${name} is not an optional peer dependency`);
+  }
   // Every source map ships the text of the sources it names (or there are no maps at all).
   for (const map of files.filter((f) => f.endsWith('.map'))) {
     const json = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package', map), 'utf8'));
@@ -346,6 +358,7 @@ async function buildApp(app, tarball) {
     const version = JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', name, 'package.json'), 'utf8')).version;
     return `${name}@${version}`;
   });
+  if (fs.existsSync(path.join(dir, 'node_modules', '@opentelemetry', 'api'))) fail(`${app.name}: npm installed the optional peer @opentelemetry/api`);
   await run(path.join(dir, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], { cwd: dir });
   log(`${app.name} (${app.label}): installed and compiled under strict [${versions.join(', ')}]`);
   return dir;
