@@ -15,9 +15,13 @@ export class ReentrantLock extends BaseLock {
   // Plain promise chains rather than async functions: one promise and one frame less per call.
   protected attempt(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
     const { scripts, client, fenceMemoryMs } = this.engine;
-    return scripts.reentrantAcquire
-      .run(client, [this.lockKey, LockKeys.fence(this.lockKey)], [leaseMs, this.ownerId, requestId, fenceMemoryMs], ticket)
-      .then(attemptResult);
+    return scripts.reentrantAcquire.run(
+      client,
+      [this.lockKey, LockKeys.fence(this.lockKey)],
+      [leaseMs, this.ownerId, requestId, fenceMemoryMs],
+      ticket,
+      attemptResult,
+    );
   }
 
   protected releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ReleaseResult> {

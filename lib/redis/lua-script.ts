@@ -42,13 +42,17 @@ export class LuaScript {
   }
 
   /** Runs the script; after a NOSCRIPT, sends its source unless the caller stopped waiting (`ticket`). */
-  run(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket?: CallTicket): Promise<unknown> {
-    // A plain promise chain rather than an async function: one promise less per call on the hot path.
+  run(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket?: CallTicket): Promise<unknown>;
+  /** The same, with the reply read by `read` (in the same step: one promise less than a `.then`). */
+  run<T>(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket: CallTicket | undefined, read: (reply: unknown) => T): Promise<T>;
+  run(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket?: CallTicket, read?: (reply: unknown) => unknown): Promise<unknown> {
+    // A plain promise chain rather than an async function: fewer promises per call on the hot path.
     try {
-      return client.evalsha(this.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+      return client.evalsha(this.sha, keys.length, ...keys, ...args).then(read, (error: unknown) => {
         if (!isNoScript(error) || ticket?.expired) throw error;
         // EVAL also caches the script, so the next EVALSHA on this server succeeds.
-        return client.eval(this.source, keys.length, ...keys, ...args);
+        const evaluated = client.eval(this.source, keys.length, ...keys, ...args);
+        return read ? evaluated.then(read) : evaluated;
       });
     } catch (error) {
       return Promise.reject(error);

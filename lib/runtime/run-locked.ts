@@ -45,10 +45,12 @@ async function runHeld<T>(engine: LockEngine, lock: OwnedLock | MultiLock, fn: (
     const context = runContext(lock, name);
     return await engine.ownerContext.runWith(held, () => fn(context), context);
   } finally {
-    await lock.unlock().catch((error: unknown) => {
+    try {
+      await lock.unlock();
+    } catch (error) {
       if (error instanceof LockNotHeldError) engine.logger.warn(RELEASE_FOUND_NOTHING(error.lockName));
       else engine.logger.error(RELEASE_FAILED(String(name), error));
-    });
+    }
   }
 }
 
