@@ -132,12 +132,12 @@ export abstract class BaseLock implements Lock {
     const requestId = ids.nextRequest();
     let result: ReleaseResult;
     try {
-      result = await this.engine.callScript(this.name, (ticket) => this.releaseOne(requestId, '', ticket));
+      result = await this.engine.call(this.name, (ticket) => this.releaseOne(requestId, '', ticket));
     } catch (error) {
       // Unknown outcome: the release may still apply (a resend answers the same); if it does not,
       // the lease ends the lock. Either way this process holds nothing any more.
       if (hold) holds.forget(hold);
-      throw this.engine.unavailable(this.name, error);
+      throw error;
     }
     if (result === null) {
       if (hold) holds.forget(hold);
@@ -283,9 +283,7 @@ export abstract class BaseLock implements Lock {
       return Promise.resolve(new LockUnavailableError(this.name, new Error(NOT_CONNECTED(this.engine.client.status))));
     }
     // A plain promise chain (no async frame per attempt on the hot path).
-    return this.engine
-      .callScript(this.name, (ticket) => this.attempt(leaseMs, requestId, joinLine, ticket))
-      .then(undefined, (error: unknown) => unavailableAsValue(this.engine.unavailable(this.name, error)));
+    return this.engine.call(this.name, (ticket) => this.attempt(leaseMs, requestId, joinLine, ticket)).then(undefined, unavailableAsValue);
   }
 
   /**

@@ -10,12 +10,6 @@ export interface CallTicket {
   expired: boolean;
 }
 
-/** What a bounded call needs of an ioredis `Command`: settling it from outside, as ioredis's own `commandTimeout` does. */
-export interface TrackedCommand {
-  resolve: (value: unknown) => unknown;
-  reject: (error: Error) => void;
-}
-
 /** Whole seconds after which retrying a call bounded by `timeoutMs` makes sense. */
 export const retryAfterSeconds = (timeoutMs: number): number => Math.max(1, Math.ceil(timeoutMs / 1000));
 
@@ -25,25 +19,10 @@ export function asLockError(lockName: string | readonly string[], error: unknown
 }
 
 /** One call in flight: also its ticket. */
-class PendingCall implements CallTicket {
-  expired = false;
-  /** The Redis command of a call that registered it (`trackCommand`): the deadline rejects it. */
-  command: TrackedCommand | undefined;
-
-  constructor(
-    readonly tracker: CallDeadlines,
-    readonly deadline: number,
-    readonly lockName: string | readonly string[],
-    /** Rejects the call's own promise (a `boundedCall`); undefined when the command's promise is the call's. */
-    readonly reject: ((error: Error) => void) | undefined,
-  ) {}
-
-  /** Called at the deadline: the call ends with `error`, whatever Redis does later. */
-  expire(error: Error): void {
-    this.expired = true;
-    if (this.reject) this.reject(error);
-    else this.command?.reject(error);
-  }
+interface PendingCall extends CallTicket {
+  readonly deadline: number;
+  readonly lockName: string | readonly string[];
+  readonly reject: (error: Error) => void;
 }
 
 /**
@@ -82,18 +61,13 @@ class CallDeadlines {
         return;
       }
       this.inFlight.delete(call);
-      call.expire(new LockUnavailableError(call.lockName, new Error(NO_ANSWER(this.timeoutMs)), retryAfterSeconds(this.timeoutMs)));
+      call.expired = true;
+      call.reject(new LockUnavailableError(call.lockName, new Error(NO_ANSWER(this.timeoutMs)), retryAfterSeconds(this.timeoutMs)));
     }
   }
 }
 
 const deadlinesByTimeout = new Map<number, CallDeadlines>();
-
-function deadlinesFor(timeoutMs: number): CallDeadlines {
-  let deadlines = deadlinesByTimeout.get(timeoutMs);
-  if (!deadlines) deadlinesByTimeout.set(timeoutMs, (deadlines = new CallDeadlines(timeoutMs)));
-  return deadlines;
-}
 
 /**
  * Waits at most `timeoutMs` for `call`, whatever the client's own settings: a frozen server, a
@@ -105,9 +79,11 @@ export function boundedCall<T>(
   timeoutMs: number,
   call: (ticket: CallTicket) => Promise<T>,
 ): Promise<T> {
-  const tracker = deadlinesFor(timeoutMs);
+  let deadlines = deadlinesByTimeout.get(timeoutMs);
+  if (!deadlines) deadlinesByTimeout.set(timeoutMs, (deadlines = new CallDeadlines(timeoutMs)));
+  const tracker = deadlines;
   return new Promise<T>((resolve, reject) => {
-    const pending = new PendingCall(tracker, Date.now() + timeoutMs, lockName, reject);
+    const pending: PendingCall = { deadline: Date.now() + timeoutMs, lockName, reject, expired: false };
     tracker.start(pending);
     let work: Promise<T>;
     try {
@@ -129,44 +105,6 @@ export function boundedCall<T>(
       },
     );
   });
-}
-
-/**
- * The same bound for a call that is one Redis command registered with `trackCommand` (a script
- * run), without a promise of its own: at the deadline the command itself is rejected, as ioredis's
- * own `commandTimeout` does (it stays queued, so later replies still match their commands). Two
- * promises fewer per call on the hot path. Errors come back as Redis gave them: the caller maps
- * them with `asLockError`.
- */
-export function boundedCommand<T>(
-  lockName: string | readonly string[],
-  timeoutMs: number,
-  call: (ticket: CallTicket) => Promise<T>,
-): Promise<T> {
-  const tracker = deadlinesFor(timeoutMs);
-  const pending = new PendingCall(tracker, Date.now() + timeoutMs, lockName, undefined);
-  tracker.start(pending);
-  try {
-    return call(pending);
-  } catch (error) {
-    tracker.settle(pending);
-    return Promise.reject(error);
-  }
-}
-
-/**
- * Registers `command` as the Redis command of the bounded call `ticket` (if any): the deadline
- * rejects it, and its reply ends the call's bound. A command that fails ends it at the deadline
- * (rejecting a settled command does nothing).
- */
-export function trackCommand(ticket: CallTicket | undefined, command: TrackedCommand): void {
-  if (!(ticket instanceof PendingCall)) return;
-  ticket.command = command;
-  const resolve = command.resolve;
-  command.resolve = (value: unknown) => {
-    ticket.tracker.settle(ticket);
-    return resolve(value);
-  };
 }
 
 /** `work`, or a rejection with "no answer within `ms` ms" if it has not settled by then. */

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LUA_SOURCES } from './lua-sources.generated';
-import { Command } from 'ioredis';
-import { type CallTicket, trackCommand, type TrackedCommand } from './bounded-call';
+import type { CallTicket } from './bounded-call';
 import type { RedisClient } from './redis-client';
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT');
@@ -49,36 +48,16 @@ export class LuaScript {
   run(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket?: CallTicket, read?: (reply: unknown) => unknown): Promise<unknown> {
     // A plain promise chain rather than an async function: fewer promises per call on the hot path.
     try {
-      return send(client, ticket, 'evalsha', this.sha, keys, args).then(read, (error: unknown) => {
+      return client.evalsha(this.sha, keys.length, ...keys, ...args).then(read, (error: unknown) => {
         if (!isNoScript(error) || ticket?.expired) throw error;
         // EVAL also caches the script, so the next EVALSHA on this server succeeds.
-        const evaluated = send(client, ticket, 'eval', this.source, keys, args);
+        const evaluated = client.eval(this.source, keys.length, ...keys, ...args);
         return read ? evaluated.then(read) : evaluated;
       });
     } catch (error) {
       return Promise.reject(error);
     }
   }
-}
-
-/**
- * Sends EVALSHA / EVAL as an ioredis `Command` of our own (what `client.evalsha()` builds, with the
- * client's key prefix), so a bounded call can reject the command itself at its deadline.
- */
-function send(
-  client: RedisClient,
-  ticket: CallTicket | undefined,
-  name: 'evalsha' | 'eval',
-  script: string,
-  keys: readonly string[],
-  args: readonly ScriptArg[],
-): Promise<unknown> {
-  const command = new Command(name, [script, keys.length, ...keys, ...args], {
-    keyPrefix: client.options.keyPrefix,
-    replyEncoding: 'utf8',
-  });
-  trackCommand(ticket, command as unknown as TrackedCommand);
-  return client.sendCommand(command) as Promise<unknown>;
 }
 
 /** A script call prepared once and replayed, e.g. every watchdog round. */

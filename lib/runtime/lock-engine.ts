@@ -3,7 +3,7 @@ import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { LockShutdownError } from '../errors';
 import { CONNECTION_FAILED, SHUTDOWN_RELEASE_FAILED } from '../lock.messages';
 import { isRedisClient, RedisConnectionOption, ResolvedLockOptions } from '../lock.options';
-import { asLockError, boundedCall, boundedCommand, type CallTicket } from '../redis/bounded-call';
+import { boundedCall, type CallTicket } from '../redis/bounded-call';
 import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { closeConnection, isCluster, RedisClient } from '../redis/redis-client';
@@ -148,20 +148,6 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
    */
   call<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T> {
     return boundedCall(lockName, this.options.commandTimeout, work);
-  }
-
-  /**
-   * The hot-path form of `call` for work that is one script run given the ticket (`LuaScript.run`):
-   * the same bound, without a promise of its own. Redis errors come back as Redis gave them: map
-   * them with `unavailable`.
-   */
-  callScript<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T> {
-    return boundedCommand(lockName, this.options.commandTimeout, work);
-  }
-
-  /** A failed call as the library reports it: its own errors as they are, Redis failures as `LockUnavailableError`. */
-  unavailable(lockName: string | readonly string[], error: unknown): Error {
-    return asLockError(lockName, error, this.options.commandTimeout);
   }
 
   /** The owner a new lock object takes: the call chain's owner of `lockKey`, else `fallbackOwner`, else a new one. */
