@@ -99,6 +99,9 @@ describe('LockHealthIndicator (DESIGN §10, @nestjs/terminus)', () => {
     // Freeze the rounds so that the next one (which would end the streak) cannot run before we look.
     watchdog.stop();
     server = await startServer(port);
+    // The command connection reconnects on its own schedule: wait until PING answers through it.
+    const { client } = app.get(LockEngine);
+    await waitUntil(async () => (await client.ping().catch(() => undefined)) === 'PONG', 15_000, 50);
     const result = await app.get(LockHealthIndicator).isHealthy();
     expect(result.locks.status).toBe('down');
     expect(result.locks.pingMs).toBeGreaterThanOrEqual(0);
