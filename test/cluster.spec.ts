@@ -4,8 +4,7 @@ import type { Cluster } from 'ioredis';
 import { FairLockService, Lock, LockLostError, LockService, LockUnavailableError, ReadWriteLockService } from '../lib';
 import { completion, spawnFixture } from './support/child-process';
 import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
-import { namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
-import type { RedisProcess } from './support/redis-process';
+import { namesOnEveryMaster, startRedisCluster, TestRedisCluster, shardSubscribers } from './support/redis-cluster';
 
 /**
  * Every lock kind on a Redis Cluster of 3 masters, through an ioredis `Cluster` passed to forRoot.
@@ -23,16 +22,6 @@ describe('Redis Cluster (3 masters)', () => {
   /** One fresh name per master, for the given key layout. */
   const spread = async (label: string, keyOf = lockKey) =>
     (await namesOnEveryMaster(cluster, `cl-${label}-${++seq}`, 1, keyOf)).map((group) => group[0]);
-  /** How many subscribers a master has for a sharded channel. */
-  const shardSubscribers = async (master: RedisProcess, channel: string) => {
-    const client = master.client();
-    try {
-      const [, count] = (await client.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number];
-      return Number(count);
-    } finally {
-      client.disconnect();
-    }
-  };
 
   beforeAll(async () => {
     cluster = await startRedisCluster(3);

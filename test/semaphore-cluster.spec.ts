@@ -5,8 +5,7 @@ import { SemaphoreService } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
 import { completion, spawnFixture } from './support/child-process';
 import { createLockApp, waitUntil } from './support/lock-app';
-import { namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
-import type { RedisProcess } from './support/redis-process';
+import { namesOnEveryMaster, startRedisCluster, TestRedisCluster, shardSubscribers } from './support/redis-cluster';
 
 /** Semaphores on a Redis Cluster of 3 masters: hash-tagged keys, sharded pub/sub, the watchdog per slot. */
 describe('semaphores on Redis Cluster (3 masters)', () => {
@@ -16,15 +15,6 @@ describe('semaphores on Redis Cluster (3 masters)', () => {
   let app: TestingModule;
   let other: TestingModule;
   const semKey = (name: string) => `lock:sem:{${name}}`;
-  const shardSubscribers = async (master: RedisProcess, channel: string) => {
-    const client = master.client();
-    try {
-      const [, count] = (await client.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number];
-      return Number(count);
-    } finally {
-      client.disconnect();
-    }
-  };
 
   beforeAll(async () => {
     cluster = await startRedisCluster(3);

@@ -7,6 +7,7 @@
 import 'reflect-metadata';
 import { Test, TestingModule } from '@nestjs/testing';
 import { LockModule, LockModuleOptions, LockService } from '../../lib';
+import { LockEngine } from '../../lib/runtime/lock-engine';
 import { spawnFixture } from '../support/child-process';
 import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 import { RestartableRedis } from '../support/restartable-redis';
@@ -122,7 +123,8 @@ async function main(): Promise<void> {
     const holder = await app({ redis: redis.url });
     await holder.get(LockService).getLock(name).lock();
     const waiting = service.getLock(name).tryLock({ waitTime: 20_000 });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { subscriber } = locks.get(LockEngine);
+    while (subscriber.waiterCount() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     await redis.restart();
     const restartedAt = Date.now();
     const acquired = await waiting;

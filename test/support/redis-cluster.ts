@@ -181,3 +181,14 @@ export async function namesOnEveryMaster(
   }
   return groups;
 }
+
+/** How many subscribers `master` has for the sharded channel `channel` (PUBSUB SHARDNUMSUB). */
+export async function shardSubscribers(master: RedisProcess, channel: string): Promise<number> {
+  const client = master.client();
+  try {
+    const [, count] = (await client.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number];
+    return Number(count);
+  } finally {
+    client.disconnect();
+  }
+}
