@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { LUA_SOURCES } from './lua-sources.generated';
 import type { CallTicket } from './bounded-call';
 import type { RedisClient } from './redis-client';
+import { batchWrites } from './write-batching';
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT');
 
@@ -48,6 +49,7 @@ export class LuaScript {
   run(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket?: CallTicket, read?: (reply: unknown) => unknown): Promise<unknown> {
     // A plain promise chain rather than an async function: fewer promises per call on the hot path.
     try {
+      batchWrites(client);
       return client.evalsha(this.sha, keys.length, ...keys, ...args).then(read, (error: unknown) => {
         if (!isNoScript(error) || ticket?.expired) throw error;
         // EVAL also caches the script, so the next EVALSHA on this server succeeds.
