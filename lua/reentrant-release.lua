@@ -27,9 +27,6 @@ if grantedBy == '' then
   if recorded then
     return tonumber(recorded)
   end
-  if redis.call('hexists', lockKey, ownerId) == 0 then
-    return nil
-  end
 else
   -- Undo only what that acquire request granted. Idempotent by itself (the request id is cleared)
   -- and never recorded: if ioredis resends the acquire and then this undo, the undo applies again.
@@ -39,8 +36,13 @@ else
   redis.call('hdel', lockKey, ownerId .. ':rq')
 end
 
+local holds = tonumber(redis.call('hget', lockKey, ownerId))
+if not holds then
+  return nil
+end
 local outcome
-if redis.call('hincrby', lockKey, ownerId, -1) > 0 then
+if holds > 1 then
+  redis.call('hset', lockKey, ownerId, holds - 1)
   redis.call('pexpire', lockKey, leaseMs)
   outcome = 0
 else
