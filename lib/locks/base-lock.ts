@@ -38,12 +38,6 @@ export function attemptResult(reply: unknown): AttemptResult {
 /** Outcome of one release: `null` when not held, 0 when holds remain, 1 when released. */
 export type ReleaseResult = 0 | 1 | null;
 
-/** An attempt's rejection: Redis could not be asked (a value for the waiting loop), else rethrown. */
-function unavailableAsValue(error: unknown): LockUnavailableError {
-  if (error instanceof LockUnavailableError) return error;
-  throw error;
-}
-
 /** Pause after the n-th attempt in a row that could not reach Redis: 50 ms doubling up to 1 s. */
 const unavailableRetryMs = (failures: number): number => Math.min(1_000, 50 * 2 ** Math.min(failures - 1, 5));
 
@@ -282,8 +276,7 @@ export abstract class BaseLock implements Lock {
     if (isDown(this.engine.client)) {
       return Promise.resolve(new LockUnavailableError(this.name, new Error(NOT_CONNECTED(this.engine.client.status))));
     }
-    // A plain promise chain (no async frame per attempt on the hot path).
-    return this.engine.call(this.name, (ticket) => this.attempt(leaseMs, requestId, joinLine, ticket)).then(undefined, unavailableAsValue);
+    return this.engine.attempt(this.name, (ticket) => this.attempt(leaseMs, requestId, joinLine, ticket));
   }
 
   /**

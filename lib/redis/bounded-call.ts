@@ -22,7 +22,8 @@ export function asLockError(lockName: string | readonly string[], error: unknown
 interface PendingCall extends CallTicket {
   readonly deadline: number;
   readonly lockName: string | readonly string[];
-  readonly reject: (error: Error) => void;
+  /** Settles the call as unavailable (rejects it, or resolves with the error: see `boundedAttempt`). */
+  readonly unavailable: (error: LockUnavailableError) => void;
 }
 
 /**
@@ -62,7 +63,7 @@ class CallDeadlines {
       }
       this.inFlight.delete(call);
       call.expired = true;
-      call.reject(new LockUnavailableError(call.lockName, new Error(NO_ANSWER(this.timeoutMs)), retryAfterSeconds(this.timeoutMs)));
+      call.unavailable(new LockUnavailableError(call.lockName, new Error(NO_ANSWER(this.timeoutMs)), retryAfterSeconds(this.timeoutMs)));
     }
   }
 }
@@ -79,11 +80,33 @@ export function boundedCall<T>(
   timeoutMs: number,
   call: (ticket: CallTicket) => Promise<T>,
 ): Promise<T> {
+  return bounded(lockName, timeoutMs, call, false) as Promise<T>;
+}
+
+/**
+ * `boundedCall` for an acquisition attempt, whose waiting loop takes "Redis could not be asked" as
+ * an outcome like "busy": resolves with the `LockUnavailableError` instead of rejecting (one promise
+ * less per attempt than catching it). Other errors still reject.
+ */
+export function boundedAttempt<T>(
+  lockName: string | readonly string[],
+  timeoutMs: number,
+  call: (ticket: CallTicket) => Promise<T>,
+): Promise<T | LockUnavailableError> {
+  return bounded(lockName, timeoutMs, call, true);
+}
+
+function bounded<T>(
+  lockName: string | readonly string[],
+  timeoutMs: number,
+  call: (ticket: CallTicket) => Promise<T>,
+  unavailableAsValue: boolean,
+): Promise<T | LockUnavailableError> {
   let deadlines = deadlinesByTimeout.get(timeoutMs);
   if (!deadlines) deadlinesByTimeout.set(timeoutMs, (deadlines = new CallDeadlines(timeoutMs)));
   const tracker = deadlines;
-  return new Promise<T>((resolve, reject) => {
-    const pending: PendingCall = { deadline: Date.now() + timeoutMs, lockName, reject, expired: false };
+  return new Promise<T | LockUnavailableError>((resolve, reject) => {
+    const pending: PendingCall = { deadline: Date.now() + timeoutMs, lockName, unavailable: unavailableAsValue ? resolve : reject, expired: false };
     tracker.start(pending);
     let work: Promise<T>;
     try {
@@ -101,7 +124,9 @@ export function boundedCall<T>(
         if (pending.expired) return;
         tracker.settle(pending);
         pending.expired = true;
-        reject(asLockError(lockName, error, timeoutMs));
+        const failure = asLockError(lockName, error, timeoutMs);
+        if (failure instanceof LockUnavailableError) pending.unavailable(failure);
+        else reject(failure);
       },
     );
   });

@@ -1,9 +1,9 @@
 import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import Redis, { Cluster, RedisOptions } from 'ioredis';
-import { LockShutdownError } from '../errors';
+import { LockShutdownError, type LockUnavailableError } from '../errors';
 import { CONNECTION_FAILED, SHUTDOWN_RELEASE_FAILED } from '../lock.messages';
 import { isRedisClient, RedisConnectionOption, ResolvedLockOptions } from '../lock.options';
-import { boundedCall, type CallTicket } from '../redis/bounded-call';
+import { boundedAttempt, boundedCall, type CallTicket } from '../redis/bounded-call';
 import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { closeConnection, isCluster, RedisClient } from '../redis/redis-client';
@@ -148,6 +148,11 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
    */
   call<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T> {
     return boundedCall(lockName, this.options.commandTimeout, work);
+  }
+
+  /** `call` for an acquisition attempt: "Redis could not be asked" resolves as a `LockUnavailableError`. */
+  attempt<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T | LockUnavailableError> {
+    return boundedAttempt(lockName, this.options.commandTimeout, work);
   }
 
   /** The owner a new lock object takes: the call chain's owner of `lockKey`, else `fallbackOwner`, else a new one. */
