@@ -118,26 +118,28 @@ export abstract class BaseLock implements Lock {
     );
   }
 
-  async unlock(): Promise<void> {
+  unlock(): Promise<void> {
     const { holds, ids } = this.engine;
     const hold = holds.get(this.lockKey, this.ownerId);
     // Forget the hold first: the watchdog must not renew (resurrect) what is being released.
     if (hold) holds.released(hold);
     const requestId = ids.nextRequest();
-    let result: ReleaseResult;
-    try {
-      result = await this.engine.call(this.name, (ticket) => this.releaseOne(requestId, '', ticket));
-    } catch (error) {
-      // Unknown outcome: the release may still apply (a resend answers the same); if it does not,
-      // the lease ends the lock. Either way this process holds nothing any more.
-      if (hold) holds.forget(hold);
-      throw error;
-    }
-    if (result === null) {
-      if (hold) holds.forget(hold);
-      throw new LockNotHeldError(this.name);
-    }
-    if (result === 1 && hold) holds.forget(hold);
+    // A plain promise chain rather than an async function: one promise less per release.
+    return this.engine.call(this.name, (ticket) => this.releaseOne(requestId, '', ticket)).then(
+      (result) => {
+        if (result === null) {
+          if (hold) holds.forget(hold);
+          throw new LockNotHeldError(this.name);
+        }
+        if (result === 1 && hold) holds.forget(hold);
+      },
+      (error: unknown) => {
+        // Unknown outcome: the release may still apply (a resend answers the same); if it does not,
+        // the lease ends the lock. Either way this process holds nothing any more.
+        if (hold) holds.forget(hold);
+        throw error;
+      },
+    );
   }
 
   async forceUnlock(): Promise<boolean> {

@@ -36,22 +36,39 @@ export function runLocked<T>(
   });
 }
 
-/** `fn` under the acquired `lock`, recorded in the owner context; the release in `finally`. */
-async function runHeld<T>(engine: LockEngine, lock: OwnedLock | MultiLock, fn: (context: LockRunContext) => T | Promise<T>): Promise<T> {
+/**
+ * `fn` under the acquired `lock`, recorded in the owner context; the release once `fn` settled,
+ * whatever it did. A promise chain rather than an async function: fewer promises per run.
+ */
+function runHeld<T>(engine: LockEngine, lock: OwnedLock | MultiLock, fn: (context: LockRunContext) => T | Promise<T>): Promise<T> {
   const name = 'locks' in lock ? lock.names : lock.name;
+  let outcome: T | Promise<T>;
   try {
     const held = 'locks' in lock ? lock.locks.map((member) => [member.lockKey, member.ownerId] as const) : [[lock.lockKey, lock.ownerId] as const];
     // The same object is `fn`'s argument and the services' `current()` inside it.
     const context = runContext(lock, name);
-    return await engine.ownerContext.runWith(held, () => fn(context), context);
-  } finally {
-    try {
-      await lock.unlock();
-    } catch (error) {
-      if (error instanceof LockNotHeldError) engine.logger.warn(RELEASE_FOUND_NOTHING(error.lockName));
-      else engine.logger.error(RELEASE_FAILED(String(name), error));
-    }
+    outcome = engine.ownerContext.runWith(held, () => fn(context), context);
+  } catch (error) {
+    return release(engine, lock, name).then(() => Promise.reject(error));
   }
+  return Promise.resolve(outcome).then(
+    (value) => release(engine, lock, name).then(() => value),
+    (error: unknown) => release(engine, lock, name).then(() => Promise.reject(error)),
+  );
+}
+
+/** Releases a run's lock; a failed release is logged, never thrown (it must not hide `fn`'s outcome). */
+function release(engine: LockEngine, lock: OwnedLock | MultiLock, name: string | readonly string[]): Promise<void> {
+  let releasing: Promise<void>;
+  try {
+    releasing = lock.unlock();
+  } catch (error) {
+    releasing = Promise.reject(error);
+  }
+  return releasing.catch((error: unknown) => {
+    if (error instanceof LockNotHeldError) engine.logger.warn(RELEASE_FOUND_NOTHING(error.lockName));
+    else engine.logger.error(RELEASE_FAILED(String(name), error));
+  });
 }
 
 /** Makes the lock of one name, bound to `fallbackOwner` when the call chain does not hold it. */
