@@ -5,7 +5,7 @@ import { waitForReplicas } from '../redis/replica-sync';
 import { boundedCall, type CallTicket } from '../redis/bounded-call';
 import type { ScriptCall } from '../redis/lua-script';
 import { isDown } from '../redis/redis-client';
-import type { Waiter } from '../redis/unlock-subscriber';
+import type { Sleeper, Waiter } from '../redis/unlock-subscriber';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import { cancellable, type Cancellation, reasonAsError } from '../runtime/cancellation';
@@ -45,6 +45,53 @@ export function checkTime(what: string, value: number | undefined, allowInfinity
   if (value === undefined) return;
   if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowInfinity && !Number.isFinite(value))) {
     throw new RangeError(INVALID_TIME(what, value));
+  }
+}
+
+/**
+ * One acquisition while it waits for the lock: a small state object driven by callbacks (the
+ * attempts' promises, and the waiter's sleep with this object as its sleeper) rather than a
+ * suspended async function, so a sleeping waiter keeps only this, its seat and its promise: 20,000
+ * waiters in one process add up.
+ */
+class LockWait implements Sleeper {
+  /** The seat on the lock's channel, taken when the first attempt finds the lock busy. */
+  waiter: Waiter | undefined = undefined;
+  outcome: AttemptOutcome | undefined = undefined;
+  /** Set once an attempt's outcome is unknown (no answer in time): it may still be granted later. */
+  outcomeUnknown = false;
+  /** Attempts in a row that could not reach Redis (paces the retries). */
+  failures = 0;
+  acquired = false;
+  ended = false;
+  readonly deadline: number;
+  resolve!: (acquired: boolean) => void;
+  reject!: (error: unknown) => void;
+  readonly settled: Promise<boolean>;
+
+  constructor(
+    private readonly lock: BaseLock,
+    readonly leaseMs: number,
+    readonly requestId: string,
+    readonly waitMs: number,
+    readonly options: LockOptions | undefined,
+    readonly cancellation: Cancellation | undefined,
+    /** A newcomer queued behind this process's waiters: its first round makes no attempt. */
+    public queueFirst: boolean,
+  ) {
+    this.deadline = Date.now() + waitMs;
+    this.settled = new Promise<boolean>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+
+  woke(): void {
+    this.lock.continueWait(this);
+  }
+
+  failed(error: Error): void {
+    this.lock.endWait(this, () => this.reject(error));
   }
 }
 
@@ -180,93 +227,145 @@ export abstract class BaseLock implements Lock {
   /**
    * Acquires within `waitMs` (Infinity: no limit); resolves false when Redis kept answering "busy",
    * rejects with `LockUnavailableError` when the last attempt could not reach Redis. Settles by
-   * `waitMs` plus at most one `commandTimeout`.
+   * `waitMs` plus at most one `commandTimeout`. The acquisition is a `LockWait` driven by callbacks
+   * from the first attempt on: no async frame, and the promise returned is the one that settles.
    */
-  protected async acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
-    const leaseTime = options?.leaseTime;
-    checkTime('waitTime', waitMs, true);
-    checkTime('leaseTime', leaseTime, false);
-    if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
-    const { engine } = this;
-    const leaseMs = leaseTime ?? engine.options.watchdogTimeout;
-    const requestId = engine.ids.nextRequest();
-    const deadline = Date.now() + waitMs;
-
-    // No barging: while other callers of this process already wait for the lock, a newcomer (that
-    // does not hold it already) queues behind them instead of snatching each release, so a task that
-    // releases and asks again cannot starve the others.
-    let queueFirst =
-      waitMs > 0 && !this.hold && this.queuesBehindLocalWaiters() && engine.subscriber.hasWaiters(this.waitChannel());
-    let outcome: AttemptOutcome | undefined;
-    // Set once an attempt's outcome is unknown (no answer in time): it may still be granted later.
-    let outcomeUnknown = false;
-    let acquired = false;
-    let waiter: Waiter | undefined;
+  protected acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
+    let wait: LockWait;
     try {
-      // waitTime 0 is one attempt, and a fair lock's single attempt never joins the line.
-      if (!queueFirst) {
-        outcome = await this.attemptOnce(leaseMs, requestId, waitMs > 0);
-        if (typeof outcome === 'object' && !(outcome instanceof LockUnavailableError)) {
-          acquired = true;
-          if (cancellation?.cancelled) return await this.undoGrant(cancellation);
-          const holding = this.heldNow(leaseMs, options, outcome);
-          return holding === true || (await holding);
-        }
-        cancellation?.throwIfCancelled();
-        outcomeUnknown = outcome instanceof LockUnavailableError;
-        // An attempt that used up the wait (Redis did not answer) ends it: one commandTimeout at most.
-        if (waitMs <= 0 || (outcomeUnknown && Date.now() >= deadline)) {
-          if (outcome instanceof LockUnavailableError) throw outcome;
-          return false;
-        }
-      }
-
-      // Take a seat on the channel, then try again once subscribed: a release may have happened
-      // before the subscription.
-      waiter = engine.subscriber.seat(this.waitChannel());
-      const seated = waiter;
-      // Aborting wakes the waiter with the reason: it leaves its seat (and line) in `finally`.
-      cancellation?.onCancel((reason) => seated.cancel(reasonAsError(reason)));
-      let failures = outcomeUnknown ? 1 : 0;
-      for (;;) {
-        const subscribed = await engine.subscriber.subscribed(
-          waiter,
-          Math.min(engine.options.commandTimeout, deadline - Date.now()),
-        );
-        if (queueFirst) {
-          // A queued newcomer does not know the TTL yet: it sleeps at most one watchdog lease first.
-          outcome = engine.options.watchdogTimeout;
-          queueFirst = false;
-        } else {
-          outcome = await this.attemptOnce(leaseMs, requestId, true);
-        }
-        if (outcome instanceof LockUnavailableError) {
-          outcomeUnknown = true;
-          failures += 1;
-        } else if (typeof outcome === 'object') {
-          acquired = true;
-          if (cancellation?.cancelled) return await this.undoGrant(cancellation);
-          const holding = this.heldNow(leaseMs, options, outcome);
-          return holding === true || (await holding);
-        } else {
-          failures = 0;
-        }
-        cancellation?.throwIfCancelled();
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) {
-          if (outcome instanceof LockUnavailableError) throw outcome;
-          return false;
-        }
-        // A missed message never stalls a waiter: every sleep ends by the lock's TTL or the deadline;
-        // without Redis (or without a subscription yet) it retries at a gentle pace.
-        let sleepMs = typeof outcome === 'number' ? Math.max(outcome, 1) : unavailableRetryMs(failures);
-        if (!subscribed) sleepMs = Math.min(sleepMs, unavailableRetryMs(Math.max(failures, 1)));
-        await waiter.sleep(Math.max(1, Math.min(sleepMs, remaining, this.maxSleepMs())));
-      }
-    } finally {
-      if (waiter) engine.subscriber.leave(waiter, acquired);
-      if (!acquired) await this.giveUp(requestId, outcomeUnknown, waiter !== undefined, outcome instanceof LockUnavailableError);
+      const leaseTime = options?.leaseTime;
+      checkTime('waitTime', waitMs, true);
+      checkTime('leaseTime', leaseTime, false);
+      if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
+      const { engine } = this;
+      // No barging: while other callers of this process already wait for the lock, a newcomer
+      // (that does not hold it already) queues behind them instead of snatching each release, so a
+      // task that releases and asks again cannot starve the others.
+      const queueFirst =
+        waitMs > 0 && !this.hold && this.queuesBehindLocalWaiters() && engine.subscriber.hasWaiters(this.waitChannel());
+      const leaseMs = leaseTime ?? engine.options.watchdogTimeout;
+      wait = new LockWait(this, leaseMs, engine.ids.nextRequest(), waitMs, options, cancellation, queueFirst);
+    } catch (error) {
+      return Promise.reject(error);
     }
+    if (wait.queueFirst) this.startWaiting(wait);
+    else this.firstAttempt(wait);
+    return wait.settled;
+  }
+
+  /** The first attempt; a fair lock's single attempt (waitTime 0) never joins the line. */
+  private firstAttempt(wait: LockWait): void {
+    const { leaseMs, requestId, waitMs, cancellation } = wait;
+    this.attemptOnce(leaseMs, requestId, waitMs > 0)
+      .then((outcome): void | Promise<void> => {
+        if (typeof outcome === 'object' && !(outcome instanceof LockUnavailableError)) return this.settleGrant(wait, outcome);
+        const unknown = outcome instanceof LockUnavailableError;
+        wait.outcome = outcome;
+        wait.outcomeUnknown = unknown;
+        wait.failures = unknown ? 1 : 0;
+        // An attempt that used up the wait (Redis did not answer) ends it: one commandTimeout at most.
+        if (cancellation?.cancelled || waitMs <= 0 || (unknown && Date.now() >= wait.deadline)) {
+          return this.giveUp(requestId, unknown, false, unknown).then(() => {
+            cancellation?.throwIfCancelled();
+            if (outcome instanceof LockUnavailableError) throw outcome;
+            wait.resolve(false);
+          });
+        }
+        this.startWaiting(wait);
+      })
+      .then(undefined, wait.reject);
+  }
+
+  /**
+   * Takes a seat on the channel, then tries again once subscribed (a release may have happened
+   * before the subscription).
+   */
+  private startWaiting(wait: LockWait): void {
+    try {
+      wait.waiter = this.engine.subscriber.seat(this.waitChannel());
+    } catch (error) {
+      const { requestId, outcomeUnknown, outcome } = wait;
+      void this.giveUp(requestId, outcomeUnknown, false, outcome instanceof LockUnavailableError).then(() => wait.reject(error));
+      return;
+    }
+    const { waiter } = wait;
+    // Aborting wakes the waiter with the reason: it leaves its seat (and line) as the wait ends.
+    wait.cancellation?.onCancel((reason) => waiter.cancel(reasonAsError(reason)));
+    this.continueWait(wait);
+  }
+
+  /**
+   * One round of a wait: wait (bounded) for the subscription, make one attempt, then sleep until a
+   * wake (the `LockWait` is the sleeper: no promise or frame is kept while it sleeps) or end. Called
+   * by `acquire` and by `LockWait` itself; internal.
+   */
+  continueWait(wait: LockWait): void {
+    const { engine } = this;
+    const waiter = wait.waiter as Waiter; // seated before the first round
+    engine.subscriber
+      .subscribed(waiter, Math.min(engine.options.commandTimeout, wait.deadline - Date.now()))
+      .then((subscribed) => {
+        if (!wait.queueFirst) {
+          return this.attemptOnce(wait.leaseMs, wait.requestId, true).then((outcome) => this.afterAttempt(wait, outcome, subscribed));
+        }
+        // A queued newcomer does not know the TTL yet: it sleeps at most one watchdog lease first.
+        wait.queueFirst = false;
+        return this.afterAttempt(wait, engine.options.watchdogTimeout, subscribed);
+      })
+      .then(undefined, (error: unknown) => this.endWait(wait, () => wait.reject(error)));
+  }
+
+  private afterAttempt(wait: LockWait, outcome: AttemptOutcome, subscribed: boolean): void | Promise<void> {
+    wait.outcome = outcome;
+    if (outcome instanceof LockUnavailableError) {
+      wait.outcomeUnknown = true;
+      wait.failures += 1;
+    } else if (typeof outcome === 'object') {
+      return this.settleGrant(wait, outcome);
+    } else {
+      wait.failures = 0;
+    }
+    wait.cancellation?.throwIfCancelled();
+    const remaining = wait.deadline - Date.now();
+    if (remaining <= 0) {
+      if (outcome instanceof LockUnavailableError) throw outcome;
+      return this.endWait(wait, () => wait.resolve(false));
+    }
+    // A missed message never stalls a waiter: every sleep ends by the lock's TTL or the deadline;
+    // without Redis (or without a subscription yet) it retries at a gentle pace.
+    let sleepMs = typeof outcome === 'number' ? Math.max(outcome, 1) : unavailableRetryMs(wait.failures);
+    if (!subscribed) sleepMs = Math.min(sleepMs, unavailableRetryMs(Math.max(wait.failures, 1)));
+    (wait.waiter as Waiter).sleepThen(Math.max(1, Math.min(sleepMs, remaining, this.maxSleepMs())), wait);
+  }
+
+  /**
+   * Ends a wait once: leaves the seat, gives up without the lock (see `giveUp`), then settles the
+   * acquisition with `settle`. Internal (`LockWait` ends a cancelled sleep through it).
+   */
+  endWait(wait: LockWait, settle: () => void): void {
+    if (wait.ended) return;
+    wait.ended = true;
+    if (wait.waiter) this.engine.subscriber.leave(wait.waiter, wait.acquired);
+    if (wait.acquired) return settle();
+    this.giveUp(wait.requestId, wait.outcomeUnknown, true, wait.outcome instanceof LockUnavailableError).then(settle, settle);
+  }
+
+  /**
+   * A grant: recorded as held (or given back at once when the caller cancelled meanwhile), then the
+   * acquisition resolves true. Without `syncReplicas` and a seat to leave, no promise is made.
+   */
+  private settleGrant(wait: LockWait, grant: Grant): void | Promise<void> {
+    wait.acquired = true;
+    const { leaseMs, options, cancellation } = wait;
+    const holding = cancellation?.cancelled ? this.undoGrant(cancellation) : this.heldNow(leaseMs, options, grant);
+    if (holding === true && !wait.waiter) {
+      wait.ended = true;
+      return wait.resolve(true);
+    }
+    return Promise.resolve(holding).then(
+      () => this.endWait(wait, () => wait.resolve(true)),
+      (error: unknown) => this.endWait(wait, () => wait.reject(error)),
+    );
   }
 
   /**

@@ -101,10 +101,18 @@ class SleepDeadlines {
 
 const sleepDeadlines = new SleepDeadlines();
 
+/** Told how a waiter's sleep ended (see `Waiter.sleepThen`). */
+export interface Sleeper {
+  /** Woken by a release, or the sleep's time is up. */
+  woke(): void;
+  /** The waiter was cancelled (an aborted signal, shutdown). */
+  failed(error: Error): void;
+}
+
 /**
  * One waiter's seat on a channel. A wake that arrives while the waiter is busy retrying is kept
- * (`pendingWake`) so the next `sleep` returns at once: no release is missed between attempts. A
- * sleeping waiter costs its seat and its one pending promise: no timer or closure of its own.
+ * (`pendingWake`) so the next sleep ends at once: no release is missed between attempts. A
+ * sleeping waiter costs its seat and its sleeper: no timer, promise or closure of its own.
  */
 export class Waiter {
   pendingWake = false;
@@ -114,7 +122,8 @@ export class Waiter {
   /** While sleeping: when the sleep ends at the latest, and the waiter's place in the deadline heap. */
   wakeAt = 0;
   heapIndex = -1;
-  private wakeUp: (() => void) | undefined;
+  private sleeper: Sleeper | undefined;
+  /** Rejects the bounded wait of `waitFor` in progress. */
   private fail: ((error: Error) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private cancelledWith: Error | undefined;
@@ -126,22 +135,27 @@ export class Waiter {
   ) {}
 
   get sleeping(): boolean {
-    return this.wakeUp !== undefined;
+    return this.sleeper !== undefined;
+  }
+
+  /**
+   * Sleeps until a wake or for `ms`, whichever is first, then tells `sleeper` (at once when a wake
+   * is already pending or the waiter was cancelled).
+   */
+  sleepThen(ms: number, sleeper: Sleeper): void {
+    if (this.cancelledWith) return sleeper.failed(this.cancelledWith);
+    if (this.pendingWake) {
+      this.pendingWake = false;
+      return sleeper.woke();
+    }
+    this.sleeper = sleeper;
+    this.wakeAt = Date.now() + ms;
+    sleepDeadlines.add(this);
   }
 
   /** Resolves on a wake or after `ms`, whichever is first. */
   sleep(ms: number): Promise<void> {
-    if (this.cancelledWith) return Promise.reject(this.cancelledWith);
-    if (this.pendingWake) {
-      this.pendingWake = false;
-      return Promise.resolve();
-    }
-    return new Promise<void>((resolve, reject) => {
-      this.wakeUp = resolve;
-      this.fail = reject;
-      this.wakeAt = Date.now() + ms;
-      sleepDeadlines.add(this);
-    });
+    return new Promise<void>((resolve, reject) => this.sleepThen(ms, { woke: resolve, failed: reject }));
   }
 
   /** The sleep's deadline passed (called by the shared deadline timer). */
@@ -169,26 +183,27 @@ export class Waiter {
   }
 
   wake(): void {
-    if (this.wakeUp) this.settle();
+    if (this.sleeper) this.settle();
     else this.pendingWake = true;
   }
 
-  /** Rejects the current sleep, or the next one if the waiter is busy retrying. */
+  /** Ends the current sleep or bounded wait with `error`, or the next one if the waiter is busy retrying. */
   cancel(error: Error): void {
     this.cancelledWith = error;
-    const fail = this.fail;
+    const { sleeper, fail } = this;
     clearTimeout(this.timer);
     sleepDeadlines.remove(this);
-    this.wakeUp = this.fail = this.timer = undefined;
+    this.sleeper = this.fail = this.timer = undefined;
+    sleeper?.failed(error);
     fail?.(error);
   }
 
   private settle(): void {
     clearTimeout(this.timer);
     sleepDeadlines.remove(this);
-    const wakeUp = this.wakeUp;
-    this.wakeUp = this.fail = this.timer = undefined;
-    wakeUp?.();
+    const sleeper = this.sleeper;
+    this.sleeper = this.fail = this.timer = undefined;
+    sleeper?.woke();
   }
 }
 
