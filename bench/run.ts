@@ -25,7 +25,7 @@ import { BenchSettings, FULL, JOB_TIMEOUT_MS, OURS_ONLY, QUICK, REPEAT_ONLY_UNDE
 import { runJob } from './harness/worker-process';
 import { runW3 } from './workloads/w3-contended';
 import { runW4 } from './workloads/w4-handoff';
-import { runW6Section } from './workloads/w6-semaphore';
+import { runW6Section, W6_HEADING } from './workloads/w6-semaphore';
 
 const BENCH_SOURCES = join(__dirname, '..', '..', 'bench');
 const RESULTS_FILE = join(BENCH_SOURCES, 'RESULTS.md');
@@ -196,9 +196,13 @@ function report(collected: Collected, writeResults: boolean): void {
   process.stdout.write(`\n${body}\n`);
   if (writeResults) {
     const note = existsSync(CLOSING_NOTE_FILE) ? `\n${readFileSync(CLOSING_NOTE_FILE, 'utf8')}` : '';
+    // The W6 section (written by its own run, see runW6Section) is kept until W6 runs again.
+    const previous = existsSync(RESULTS_FILE) ? readFileSync(RESULTS_FILE, 'utf8') : '';
+    const w6Start = previous.indexOf(W6_HEADING);
+    const w6 = w6Start >= 0 ? `\n${previous.slice(w6Start)}` : '';
     writeFileSync(
       RESULTS_FILE,
-      `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.ts); bench/README.md says what each workload does.\n\n${body}\n${note}`,
+      `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.ts); bench/README.md says what each workload does.\n\n${body}\n${note}${w6}`,
     );
     log(`wrote ${RESULTS_FILE}`);
   } else log('partial or quick run: bench/RESULTS.md left as it was (BENCH_WRITE=1 to write it anyway)');

@@ -204,12 +204,33 @@ function checkTargets(floors: FloorSummary, adapters: AdapterSummary[], ours: Ad
     `${fmt(o1)} ops/s vs floor ${fmt(floors.twoRoundTripOpsPerSec)} ops/s = ${fmt(((o1 ?? NaN) / floors.twoRoundTripOpsPerSec) * 100)}% of it`,
     o1 === undefined ? undefined : o1 >= floors.twoRoundTripOpsPerSec / 1.1,
   );
+  const semaphore1 = peer('semaphore')?.w1?.opsPerSec;
+  add(
+    'W1 >= 95% of redis-semaphore Mutex',
+    `${fmt(o1)} / ${fmt(semaphore1)} ops/s = ${x((o1 ?? NaN) / (semaphore1 ?? NaN))}`,
+    o1 === undefined || semaphore1 === undefined ? undefined : o1 >= 0.95 * semaphore1,
+  );
   const o2 = ours?.w2?.opsPerSec;
   const setNx2 = peer('set-nx-poller')?.w2?.opsPerSec;
   add(
-    'W2 >= 1.2x the hand-rolled SET NX lock',
+    'W2 >= 1.3x the hand-rolled SET NX lock',
     `${fmt(o2)} / ${fmt(setNx2)} ops/s = ${x((o2 ?? NaN) / (setNx2 ?? NaN))}`,
-    o2 === undefined || setNx2 === undefined ? undefined : o2 >= 1.2 * setNx2,
+    o2 === undefined || setNx2 === undefined ? undefined : o2 >= 1.3 * setNx2,
+  );
+  const peers2 = adapters.filter((a) => !a.spec.ours && a.w2);
+  const bestPeer2 = peers2.reduce<AdapterSummary | undefined>((best, a) => (!best || a.w2!.opsPerSec > best.w2!.opsPerSec ? a : best), undefined);
+  add(
+    'W2 ahead of every peer variant',
+    `${fmt(o2)} ops/s vs best peer ${bestPeer2?.spec.label ?? 'n/a'} ${fmt(bestPeer2?.w2?.opsPerSec)} ops/s`,
+    o2 === undefined || !bestPeer2 ? undefined : o2 > bestPeer2.w2!.opsPerSec,
+  );
+  const decorator = peer('ours-decorator');
+  const d1 = decorator?.w1?.opsPerSec;
+  const d2 = decorator?.w2?.opsPerSec;
+  add(
+    '@DistributedLock within 10% of LockService.run on W1 and W2',
+    `W1 ${x((d1 ?? NaN) / (o1 ?? NaN))}, W2 ${x((d2 ?? NaN) / (o2 ?? NaN))}`,
+    d1 === undefined || d2 === undefined || o1 === undefined || o2 === undefined ? undefined : d1 >= 0.9 * o1 && d2 >= 0.9 * o2,
   );
   const o5 = ours?.w5;
   add(

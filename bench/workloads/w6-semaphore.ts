@@ -15,6 +15,9 @@ import { now } from '../harness/clock';
 import { startBenchRedis } from '../harness/redis-server';
 import { fmt, median, percentile } from '../harness/stats';
 
+/** The heading of the W6 section of RESULTS.md (replaced when W6 runs, kept when the rest does). */
+export const W6_HEADING = '## W6: semaphore across processes';
+
 export const W6_VARIANTS = ['ours', 'redis-semaphore', 'redis-semaphore-1ms'] as const;
 export type W6Variant = (typeof W6_VARIANTS)[number];
 
@@ -204,7 +207,7 @@ function summarize(variant: W6Variant, perProcess: W6Records[], params: W6Params
 /** Runs every variant `repetitions` times on a redis-server of its own; returns the medians' table. */
 export async function runW6Bench(quick: boolean, log: (line: string) => void): Promise<string> {
   const repetitions = quick ? 1 : 3;
-  const tables = ['## W6: semaphore across processes', ''];
+  const tables = [W6_HEADING, ''];
   for (const config of W6_CONFIGS) {
     const params = quick ? { ...config.params, durationMs: 1000 } : config.params;
     tables.push(await runW6Config(config.label, params, repetitions, log));
@@ -280,7 +283,7 @@ export async function runW6Section(write: boolean, resultsFile: string, log: (li
   process.stdout.write(`\n${section}\n`);
   if (!write) return;
   const previous = existsSync(resultsFile) ? readFileSync(resultsFile, 'utf8') : '# Benchmark results\n';
-  const start = previous.indexOf('## W6: semaphore across processes');
+  const start = previous.indexOf(W6_HEADING);
   const kept = start === -1 ? previous.trimEnd() : previous.slice(0, start).trimEnd();
   const note = quick ? '\n_W6 from a `BENCH_QUICK=1` run (1 s per run, one repetition)._\n' : '';
   writeFileSync(resultsFile, `${kept}\n\n${section}${note}`);
