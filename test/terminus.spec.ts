@@ -96,8 +96,11 @@ describe('LockHealthIndicator (DESIGN §10, @nestjs/terminus)', () => {
     // outlasts a lease.
     await waitUntil(() => lock.getFencingToken() === undefined, 10_000, 50);
     await waitUntil(() => watchdog.failingSince !== undefined && Date.now() - watchdog.failingSince > 600, 10_000, 50);
-    // Freeze the rounds so that the next one (which would end the streak) cannot run before we look.
+    // Freeze the rounds so that the next one (which would end the streak) cannot run before we look,
+    // and let a round already in flight fail first: its heartbeat, answered after the restart, would
+    // end the streak too (seen on ioredis 6).
     watchdog.stop();
+    await watchdog.settle();
     server = await startServer(port);
     // The command connection reconnects on its own schedule: wait until PING answers through it.
     const { client } = app.get(LockEngine);

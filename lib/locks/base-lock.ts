@@ -49,12 +49,12 @@ export function checkTime(what: string, value: number | undefined, allowInfinity
 }
 
 /**
- * One acquisition while it waits for the lock: a small state object driven by callbacks (the
+ * One acquisition, from its first attempt to its end: a small state object driven by callbacks (the
  * attempts' promises, and the waiter's sleep with this object as its sleeper) rather than a
  * suspended async function, so a sleeping waiter keeps only this, its seat and its promise: 20,000
  * waiters in one process add up.
  */
-class LockWait implements Sleeper {
+class Acquisition implements Sleeper {
   /** The seat on the lock's channel, taken when the first attempt finds the lock busy. */
   waiter: Waiter | undefined = undefined;
   outcome: AttemptOutcome | undefined = undefined;
@@ -227,11 +227,11 @@ export abstract class BaseLock implements Lock {
   /**
    * Acquires within `waitMs` (Infinity: no limit); resolves false when Redis kept answering "busy",
    * rejects with `LockUnavailableError` when the last attempt could not reach Redis. Settles by
-   * `waitMs` plus at most one `commandTimeout`. The acquisition is a `LockWait` driven by callbacks
+   * `waitMs` plus at most one `commandTimeout`. The acquisition is an `Acquisition` driven by callbacks
    * from the first attempt on: no async frame, and the promise returned is the one that settles.
    */
   protected acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
-    let wait: LockWait;
+    let acquisition: Acquisition;
     try {
       const leaseTime = options?.leaseTime;
       checkTime('waitTime', waitMs, true);
@@ -244,127 +244,129 @@ export abstract class BaseLock implements Lock {
       const queueFirst =
         waitMs > 0 && !this.hold && this.queuesBehindLocalWaiters() && engine.subscriber.hasWaiters(this.waitChannel());
       const leaseMs = leaseTime ?? engine.options.watchdogTimeout;
-      wait = new LockWait(this, leaseMs, engine.ids.nextRequest(), waitMs, options, cancellation, queueFirst);
+      acquisition = new Acquisition(this, leaseMs, engine.ids.nextRequest(), waitMs, options, cancellation, queueFirst);
     } catch (error) {
       return Promise.reject(error);
     }
-    if (wait.queueFirst) this.startWaiting(wait);
-    else this.firstAttempt(wait);
-    return wait.settled;
+    if (acquisition.queueFirst) this.startWaiting(acquisition);
+    else this.firstAttempt(acquisition);
+    return acquisition.settled;
   }
 
   /** The first attempt; a fair lock's single attempt (waitTime 0) never joins the line. */
-  private firstAttempt(wait: LockWait): void {
-    const { leaseMs, requestId, waitMs, cancellation } = wait;
+  private firstAttempt(acquisition: Acquisition): void {
+    const { leaseMs, requestId, waitMs, cancellation } = acquisition;
     this.attemptOnce(leaseMs, requestId, waitMs > 0)
       .then((outcome): void | Promise<void> => {
-        if (typeof outcome === 'object' && !(outcome instanceof LockUnavailableError)) return this.settleGrant(wait, outcome);
+        if (typeof outcome === 'object' && !(outcome instanceof LockUnavailableError)) return this.settleGrant(acquisition, outcome);
         const unknown = outcome instanceof LockUnavailableError;
-        wait.outcome = outcome;
-        wait.outcomeUnknown = unknown;
-        wait.failures = unknown ? 1 : 0;
+        acquisition.outcome = outcome;
+        acquisition.outcomeUnknown = unknown;
+        acquisition.failures = unknown ? 1 : 0;
         // An attempt that used up the wait (Redis did not answer) ends it: one commandTimeout at most.
-        if (cancellation?.cancelled || waitMs <= 0 || (unknown && Date.now() >= wait.deadline)) {
+        if (cancellation?.cancelled || waitMs <= 0 || (unknown && Date.now() >= acquisition.deadline)) {
           return this.giveUp(requestId, unknown, false, unknown).then(() => {
             cancellation?.throwIfCancelled();
             if (outcome instanceof LockUnavailableError) throw outcome;
-            wait.resolve(false);
+            acquisition.resolve(false);
           });
         }
-        this.startWaiting(wait);
+        this.startWaiting(acquisition);
       })
-      .then(undefined, wait.reject);
+      .then(undefined, acquisition.reject);
   }
 
   /**
    * Takes a seat on the channel, then tries again once subscribed (a release may have happened
    * before the subscription).
    */
-  private startWaiting(wait: LockWait): void {
+  private startWaiting(acquisition: Acquisition): void {
     try {
-      wait.waiter = this.engine.subscriber.seat(this.waitChannel());
+      acquisition.waiter = this.engine.subscriber.seat(this.waitChannel());
     } catch (error) {
-      const { requestId, outcomeUnknown, outcome } = wait;
-      void this.giveUp(requestId, outcomeUnknown, false, outcome instanceof LockUnavailableError).then(() => wait.reject(error));
+      const { requestId, outcomeUnknown, outcome } = acquisition;
+      void this.giveUp(requestId, outcomeUnknown, false, outcome instanceof LockUnavailableError).then(() => acquisition.reject(error));
       return;
     }
-    const { waiter } = wait;
+    const { waiter } = acquisition;
     // Aborting wakes the waiter with the reason: it leaves its seat (and line) as the wait ends.
-    wait.cancellation?.onCancel((reason) => waiter.cancel(reasonAsError(reason)));
-    this.continueWait(wait);
+    acquisition.cancellation?.onCancel((reason) => waiter.cancel(reasonAsError(reason)));
+    this.continueWait(acquisition);
   }
 
   /**
    * One round of a wait: wait (bounded) for the subscription, make one attempt, then sleep until a
-   * wake (the `LockWait` is the sleeper: no promise or frame is kept while it sleeps) or end. Called
-   * by `acquire` and by `LockWait` itself; internal.
+   * wake (the `Acquisition` is the sleeper: no promise or frame is kept while it sleeps) or end. Called
+   * by `acquire` and by `Acquisition` itself; internal.
    */
-  continueWait(wait: LockWait): void {
+  continueWait(acquisition: Acquisition): void {
     const { engine } = this;
-    const waiter = wait.waiter as Waiter; // seated before the first round
+    const waiter = acquisition.waiter as Waiter; // seated before the first round
     engine.subscriber
-      .subscribed(waiter, Math.min(engine.options.commandTimeout, wait.deadline - Date.now()))
+      .subscribed(waiter, Math.min(engine.options.commandTimeout, acquisition.deadline - Date.now()))
       .then((subscribed) => {
-        if (!wait.queueFirst) {
-          return this.attemptOnce(wait.leaseMs, wait.requestId, true).then((outcome) => this.afterAttempt(wait, outcome, subscribed));
+        if (!acquisition.queueFirst) {
+          return this.attemptOnce(acquisition.leaseMs, acquisition.requestId, true).then((outcome) =>
+            this.afterAttempt(acquisition, outcome, subscribed),
+          );
         }
         // A queued newcomer does not know the TTL yet: it sleeps at most one watchdog lease first.
-        wait.queueFirst = false;
-        return this.afterAttempt(wait, engine.options.watchdogTimeout, subscribed);
+        acquisition.queueFirst = false;
+        return this.afterAttempt(acquisition, engine.options.watchdogTimeout, subscribed);
       })
-      .then(undefined, (error: unknown) => this.endWait(wait, () => wait.reject(error)));
+      .then(undefined, (error: unknown) => this.endWait(acquisition, () => acquisition.reject(error)));
   }
 
-  private afterAttempt(wait: LockWait, outcome: AttemptOutcome, subscribed: boolean): void | Promise<void> {
-    wait.outcome = outcome;
+  private afterAttempt(acquisition: Acquisition, outcome: AttemptOutcome, subscribed: boolean): void | Promise<void> {
+    acquisition.outcome = outcome;
     if (outcome instanceof LockUnavailableError) {
-      wait.outcomeUnknown = true;
-      wait.failures += 1;
+      acquisition.outcomeUnknown = true;
+      acquisition.failures += 1;
     } else if (typeof outcome === 'object') {
-      return this.settleGrant(wait, outcome);
+      return this.settleGrant(acquisition, outcome);
     } else {
-      wait.failures = 0;
+      acquisition.failures = 0;
     }
-    wait.cancellation?.throwIfCancelled();
-    const remaining = wait.deadline - Date.now();
+    acquisition.cancellation?.throwIfCancelled();
+    const remaining = acquisition.deadline - Date.now();
     if (remaining <= 0) {
       if (outcome instanceof LockUnavailableError) throw outcome;
-      return this.endWait(wait, () => wait.resolve(false));
+      return this.endWait(acquisition, () => acquisition.resolve(false));
     }
     // A missed message never stalls a waiter: every sleep ends by the lock's TTL or the deadline;
     // without Redis (or without a subscription yet) it retries at a gentle pace.
-    let sleepMs = typeof outcome === 'number' ? Math.max(outcome, 1) : unavailableRetryMs(wait.failures);
-    if (!subscribed) sleepMs = Math.min(sleepMs, unavailableRetryMs(Math.max(wait.failures, 1)));
-    (wait.waiter as Waiter).sleepThen(Math.max(1, Math.min(sleepMs, remaining, this.maxSleepMs())), wait);
+    let sleepMs = typeof outcome === 'number' ? Math.max(outcome, 1) : unavailableRetryMs(acquisition.failures);
+    if (!subscribed) sleepMs = Math.min(sleepMs, unavailableRetryMs(Math.max(acquisition.failures, 1)));
+    (acquisition.waiter as Waiter).sleepThen(Math.max(1, Math.min(sleepMs, remaining, this.maxSleepMs())), acquisition);
   }
 
   /**
    * Ends a wait once: leaves the seat, gives up without the lock (see `giveUp`), then settles the
-   * acquisition with `settle`. Internal (`LockWait` ends a cancelled sleep through it).
+   * acquisition with `settle`. Internal (`Acquisition` ends a cancelled sleep through it).
    */
-  endWait(wait: LockWait, settle: () => void): void {
-    if (wait.ended) return;
-    wait.ended = true;
-    if (wait.waiter) this.engine.subscriber.leave(wait.waiter, wait.acquired);
-    if (wait.acquired) return settle();
-    this.giveUp(wait.requestId, wait.outcomeUnknown, true, wait.outcome instanceof LockUnavailableError).then(settle, settle);
+  endWait(acquisition: Acquisition, settle: () => void): void {
+    if (acquisition.ended) return;
+    acquisition.ended = true;
+    if (acquisition.waiter) this.engine.subscriber.leave(acquisition.waiter, acquisition.acquired);
+    if (acquisition.acquired) return settle();
+    this.giveUp(acquisition.requestId, acquisition.outcomeUnknown, true, acquisition.outcome instanceof LockUnavailableError).then(settle, settle);
   }
 
   /**
    * A grant: recorded as held (or given back at once when the caller cancelled meanwhile), then the
    * acquisition resolves true. Without `syncReplicas` and a seat to leave, no promise is made.
    */
-  private settleGrant(wait: LockWait, grant: Grant): void | Promise<void> {
-    wait.acquired = true;
-    const { leaseMs, options, cancellation } = wait;
+  private settleGrant(acquisition: Acquisition, grant: Grant): void | Promise<void> {
+    acquisition.acquired = true;
+    const { leaseMs, options, cancellation } = acquisition;
     const holding = cancellation?.cancelled ? this.undoGrant(cancellation) : this.heldNow(leaseMs, options, grant);
-    if (holding === true && !wait.waiter) {
-      wait.ended = true;
-      return wait.resolve(true);
+    if (holding === true && !acquisition.waiter) {
+      acquisition.ended = true;
+      return acquisition.resolve(true);
     }
     return Promise.resolve(holding).then(
-      () => this.endWait(wait, () => wait.resolve(true)),
-      (error: unknown) => this.endWait(wait, () => wait.reject(error)),
+      () => this.endWait(acquisition, () => acquisition.resolve(true)),
+      (error: unknown) => this.endWait(acquisition, () => acquisition.reject(error)),
     );
   }
 
