@@ -25,6 +25,8 @@ type AttemptOutcome = AttemptResult | LockUnavailableError;
 
 const NO_TOKEN: Grant = { fencingToken: undefined };
 
+const isGrant = (outcome: AttemptOutcome): outcome is Grant => typeof outcome === 'object' && !(outcome instanceof LockUnavailableError);
+
 /**
  * Reads an acquire script's reply: `{token}` (or nil, for a kind without tokens) when granted,
  * else the lock's TTL in ms.
@@ -91,8 +93,14 @@ class Acquisition implements Sleeper {
   }
 
   failed(error: Error): void {
-    this.lock.endWait(this, () => this.reject(error));
+    this.lock.endWait(this, { error });
   }
+}
+
+/** Settles an acquisition's promise: with true or false, or with `{ error }` as its rejection. */
+function settle(acquisition: Acquisition, result: boolean | { readonly error: unknown }): void {
+  if (typeof result === 'boolean') acquisition.resolve(result);
+  else acquisition.reject(result.error);
 }
 
 /**
@@ -255,25 +263,19 @@ export abstract class BaseLock implements Lock {
 
   /** The first attempt; a fair lock's single attempt (waitTime 0) never joins the line. */
   private firstAttempt(acquisition: Acquisition): void {
-    const { leaseMs, requestId, waitMs, cancellation } = acquisition;
+    const { leaseMs, requestId, waitMs } = acquisition;
     this.attemptOnce(leaseMs, requestId, waitMs > 0)
-      .then((outcome): void | Promise<void> => {
-        if (typeof outcome === 'object' && !(outcome instanceof LockUnavailableError)) return this.settleGrant(acquisition, outcome);
-        const unknown = outcome instanceof LockUnavailableError;
-        acquisition.outcome = outcome;
-        acquisition.outcomeUnknown = unknown;
-        acquisition.failures = unknown ? 1 : 0;
-        // An attempt that used up the wait (Redis did not answer) ends it: one commandTimeout at most.
-        if (cancellation?.cancelled || waitMs <= 0 || (unknown && Date.now() >= acquisition.deadline)) {
-          return this.giveUp(requestId, unknown, false, unknown).then(() => {
-            cancellation?.throwIfCancelled();
-            if (outcome instanceof LockUnavailableError) throw outcome;
-            acquisition.resolve(false);
-          });
+      .then((outcome) => {
+        if (isGrant(outcome)) return this.settleGrant(acquisition, outcome);
+        this.noteMiss(acquisition, outcome);
+        // waitTime 0 is one attempt; an attempt that used up the wait (Redis did not answer) ends it:
+        // one commandTimeout at most.
+        if (waitMs <= 0 || (outcome instanceof LockUnavailableError && Date.now() >= acquisition.deadline)) {
+          return this.endWithoutLock(acquisition);
         }
         this.startWaiting(acquisition);
       })
-      .then(undefined, acquisition.reject);
+      .then(undefined, (error: unknown) => this.endWait(acquisition, { error }));
   }
 
   /**
@@ -281,14 +283,13 @@ export abstract class BaseLock implements Lock {
    * before the subscription).
    */
   private startWaiting(acquisition: Acquisition): void {
+    let waiter: Waiter;
     try {
-      acquisition.waiter = this.engine.subscriber.seat(this.waitChannel());
+      waiter = this.engine.subscriber.seat(this.waitChannel());
     } catch (error) {
-      const { requestId, outcomeUnknown, outcome } = acquisition;
-      void this.giveUp(requestId, outcomeUnknown, false, outcome instanceof LockUnavailableError).then(() => acquisition.reject(error));
-      return;
+      return this.endWait(acquisition, { error });
     }
-    const { waiter } = acquisition;
+    acquisition.waiter = waiter;
     // Aborting wakes the waiter with the reason: it leaves its seat (and line) as the wait ends.
     acquisition.cancellation?.onCancel((reason) => waiter.cancel(reasonAsError(reason)));
     this.continueWait(acquisition);
@@ -296,8 +297,8 @@ export abstract class BaseLock implements Lock {
 
   /**
    * One round of a wait: wait (bounded) for the subscription, make one attempt, then sleep until a
-   * wake (the `Acquisition` is the sleeper: no promise or frame is kept while it sleeps) or end. Called
-   * by `acquire` and by `Acquisition` itself; internal.
+   * wake (the `Acquisition` is the sleeper: no promise or frame is kept while it sleeps) or end.
+   * Called by `startWaiting` and by `Acquisition` itself; internal.
    */
   continueWait(acquisition: Acquisition): void {
     const { engine } = this;
@@ -307,66 +308,74 @@ export abstract class BaseLock implements Lock {
       .then((subscribed) => {
         if (!acquisition.queueFirst) {
           return this.attemptOnce(acquisition.leaseMs, acquisition.requestId, true).then((outcome) =>
-            this.afterAttempt(acquisition, outcome, subscribed),
+            this.afterAttempt(acquisition, waiter, outcome, subscribed),
           );
         }
         // A queued newcomer does not know the TTL yet: it sleeps at most one watchdog lease first.
         acquisition.queueFirst = false;
-        return this.afterAttempt(acquisition, engine.options.watchdogTimeout, subscribed);
+        return this.afterAttempt(acquisition, waiter, engine.options.watchdogTimeout, subscribed);
       })
-      .then(undefined, (error: unknown) => this.endWait(acquisition, () => acquisition.reject(error)));
+      .then(undefined, (error: unknown) => this.endWait(acquisition, { error }));
   }
 
-  private afterAttempt(acquisition: Acquisition, outcome: AttemptOutcome, subscribed: boolean): void | Promise<void> {
+  private afterAttempt(acquisition: Acquisition, waiter: Waiter, outcome: AttemptOutcome, subscribed: boolean): void | Promise<void> {
+    if (isGrant(outcome)) return this.settleGrant(acquisition, outcome);
+    this.noteMiss(acquisition, outcome);
+    const remaining = acquisition.deadline - Date.now();
+    if (remaining <= 0) return this.endWithoutLock(acquisition);
+    // A missed message never stalls a waiter: every sleep ends by the lock's TTL or the deadline;
+    // without Redis (or without a subscription yet) it retries at a gentle pace.
+    const { failures } = acquisition;
+    let sleepMs = typeof outcome === 'number' ? Math.max(outcome, 1) : unavailableRetryMs(failures);
+    if (!subscribed) sleepMs = Math.min(sleepMs, unavailableRetryMs(Math.max(failures, 1)));
+    waiter.sleepThen(Math.max(1, Math.min(sleepMs, remaining, this.maxSleepMs())), acquisition);
+  }
+
+  /** An attempt that did not grant: "busy" (the TTL), or Redis could not be asked (it may grant later). */
+  private noteMiss(acquisition: Acquisition, outcome: number | LockUnavailableError): void {
     acquisition.outcome = outcome;
     if (outcome instanceof LockUnavailableError) {
       acquisition.outcomeUnknown = true;
       acquisition.failures += 1;
-    } else if (typeof outcome === 'object') {
-      return this.settleGrant(acquisition, outcome);
     } else {
       acquisition.failures = 0;
     }
     acquisition.cancellation?.throwIfCancelled();
-    const remaining = acquisition.deadline - Date.now();
-    if (remaining <= 0) {
-      if (outcome instanceof LockUnavailableError) throw outcome;
-      return this.endWait(acquisition, () => acquisition.resolve(false));
-    }
-    // A missed message never stalls a waiter: every sleep ends by the lock's TTL or the deadline;
-    // without Redis (or without a subscription yet) it retries at a gentle pace.
-    let sleepMs = typeof outcome === 'number' ? Math.max(outcome, 1) : unavailableRetryMs(acquisition.failures);
-    if (!subscribed) sleepMs = Math.min(sleepMs, unavailableRetryMs(Math.max(acquisition.failures, 1)));
-    (acquisition.waiter as Waiter).sleepThen(Math.max(1, Math.min(sleepMs, remaining, this.maxSleepMs())), acquisition);
+  }
+
+  /** The wait is over without the lock: false after "busy", the error when Redis could not be asked. */
+  private endWithoutLock(acquisition: Acquisition): void {
+    const { outcome } = acquisition;
+    this.endWait(acquisition, outcome instanceof LockUnavailableError ? { error: outcome } : false);
   }
 
   /**
-   * Ends a wait once: leaves the seat, gives up without the lock (see `giveUp`), then settles the
-   * acquisition with `settle`. Internal (`Acquisition` ends a cancelled sleep through it).
+   * Ends an acquisition once: leaves the seat, gives up when it ends without the lock (see
+   * `giveUp`), then settles it with `result`. Internal (`Acquisition` ends a cancelled sleep here).
    */
-  endWait(acquisition: Acquisition, settle: () => void): void {
+  endWait(acquisition: Acquisition, result: boolean | { readonly error: unknown }): void {
     if (acquisition.ended) return;
     acquisition.ended = true;
-    if (acquisition.waiter) this.engine.subscriber.leave(acquisition.waiter, acquisition.acquired);
-    if (acquisition.acquired) return settle();
-    this.giveUp(acquisition.requestId, acquisition.outcomeUnknown, true, acquisition.outcome instanceof LockUnavailableError).then(settle, settle);
+    const { waiter, acquired } = acquisition;
+    if (waiter) this.engine.subscriber.leave(waiter, acquired);
+    if (acquired) return settle(acquisition, result);
+    const { requestId, outcomeUnknown, outcome } = acquisition;
+    const settleAfter = (): void => settle(acquisition, result);
+    this.giveUp(requestId, outcomeUnknown, waiter !== undefined, outcome instanceof LockUnavailableError).then(settleAfter, settleAfter);
   }
 
   /**
    * A grant: recorded as held (or given back at once when the caller cancelled meanwhile), then the
-   * acquisition resolves true. Without `syncReplicas` and a seat to leave, no promise is made.
+   * acquisition resolves true. Without `syncReplicas` or a cancellation, no promise is made.
    */
   private settleGrant(acquisition: Acquisition, grant: Grant): void | Promise<void> {
     acquisition.acquired = true;
     const { leaseMs, options, cancellation } = acquisition;
     const holding = cancellation?.cancelled ? this.undoGrant(cancellation) : this.heldNow(leaseMs, options, grant);
-    if (holding === true && !acquisition.waiter) {
-      acquisition.ended = true;
-      return acquisition.resolve(true);
-    }
-    return Promise.resolve(holding).then(
-      () => this.endWait(acquisition, () => acquisition.resolve(true)),
-      (error: unknown) => this.endWait(acquisition, () => acquisition.reject(error)),
+    if (holding === true) return this.endWait(acquisition, true);
+    return holding.then(
+      () => this.endWait(acquisition, true),
+      (error: unknown) => this.endWait(acquisition, { error }),
     );
   }
 

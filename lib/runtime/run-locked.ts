@@ -42,19 +42,16 @@ export function runLocked<T>(
  */
 function runHeld<T>(engine: LockEngine, lock: OwnedLock | MultiLock, fn: (context: LockRunContext) => T | Promise<T>): Promise<T> {
   const name = 'locks' in lock ? lock.names : lock.name;
-  let outcome: T | Promise<T>;
+  let outcome: Promise<T>;
   try {
     const held = 'locks' in lock ? lock.locks.map((member) => [member.lockKey, member.ownerId] as const) : [[lock.lockKey, lock.ownerId] as const];
     // The same object is `fn`'s argument and the services' `current()` inside it.
     const context = runContext(lock, name);
-    outcome = engine.ownerContext.runWith(held, () => fn(context), context);
+    outcome = Promise.resolve(engine.ownerContext.runWith(held, () => fn(context), context));
   } catch (error) {
-    return release(engine, lock, name).then(() => Promise.reject(error));
+    outcome = Promise.reject(error);
   }
-  return Promise.resolve(outcome).then(
-    (value) => release(engine, lock, name).then(() => value),
-    (error: unknown) => release(engine, lock, name).then(() => Promise.reject(error)),
-  );
+  return outcome.finally(() => release(engine, lock, name));
 }
 
 /** Releases a run's lock; a failed release is logged, never thrown (it must not hide `fn`'s outcome). */

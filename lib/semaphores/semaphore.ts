@@ -394,25 +394,20 @@ export class Semaphore {
   }
 
   /** One attempt, bounded by `commandTimeout`; Redis failures come back as a value. */
-  private async attemptOnce(permitId: string, take: number, leaseMs: number, joinLine: boolean): Promise<Attempt> {
+  private attemptOnce(permitId: string, take: number, leaseMs: number, joinLine: boolean): Promise<Attempt> {
     const { engine, keys } = this;
     const { client, options, publishCommand, fenceMemoryMs } = engine;
-    try {
-      return await engine.call(this.name, async (ticket: CallTicket) => {
-        const reply = await semaphoreScripts.acquire.run(
-          client,
-          [keys.base, keys.leases, keys.line, keys.deadlines, keys.fence, keys.channel],
-          [this.permits, take, leaseMs, permitId, options.fairLockWaiterTimeout, joinLine ? 1 : 0, publishCommand, fenceMemoryMs],
-          ticket,
-        );
-        if (!Array.isArray(reply)) return Number(reply);
-        if (reply[0] === 'limit') throw new SemaphoreLimitError(this.name, this.permits, Number(reply[1]));
-        return { fencingToken: Number(reply[0]) };
-      });
-    } catch (error) {
-      if (error instanceof LockUnavailableError) return error;
-      throw error;
-    }
+    return engine.attempt(this.name, async (ticket: CallTicket) => {
+      const reply = await semaphoreScripts.acquire.run(
+        client,
+        [keys.base, keys.leases, keys.line, keys.deadlines, keys.fence, keys.channel],
+        [this.permits, take, leaseMs, permitId, options.fairLockWaiterTimeout, joinLine ? 1 : 0, publishCommand, fenceMemoryMs],
+        ticket,
+      );
+      if (!Array.isArray(reply)) return Number(reply);
+      if (reply[0] === 'limit') throw new SemaphoreLimitError(this.name, this.permits, Number(reply[1]));
+      return { fencingToken: Number(reply[0]) };
+    });
   }
 
   private async held(
