@@ -181,3 +181,6 @@ export const LOCK_CONTEXT_ON_CONSTRUCTOR = (className: string): string =>
   `@LockContext() marks a method parameter; it was put on a constructor parameter of ${className}`;
 
 export const REQUEST_CLOSED = 'The client closed the request while it waited for a lock';
+
+export const INVALID_TAKE = (permits: number, take: unknown): string =>
+  `take must be a whole number from 1 to the semaphore's permits (${permits}) (got ${String(take)})`;

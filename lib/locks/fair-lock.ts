@@ -25,7 +25,7 @@ export class FairLock extends BaseLock {
     return [this.lockKey, LockKeys.fairLine(this.lockKey), LockKeys.fairDeadlines(this.lockKey)];
   }
 
-  protected async attempt(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
+  protected async acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
     const { client, options, fenceMemoryMs } = this.engine;
     return attemptResult(
       await fairScripts.acquire.run(
@@ -62,19 +62,20 @@ export class FairLock extends BaseLock {
   }
 
   /** Each waiter's own channel: a release wakes the head of the line and nobody else. */
-  protected override waitChannel(): string {
+  override get waitChannel(): string {
     return LockKeys.waiterChannel(this.lockKey, this.ownerId);
   }
 
   /** Retries double as heartbeats: at least three per waiter timeout, so only dead waiters are dropped. */
-  protected override maxSleepMs(): number {
+  override get maxSleepMs(): number {
     return Math.max(1, Math.floor(this.engine.options.fairLockWaiterTimeout / 3));
   }
 
   /** A waiter that gives up leaves the line at once (and wakes the next one if it stood at the head). */
-  protected override async abandonWait(): Promise<void> {
+  protected override leaveLine(): Promise<unknown> {
     const { client, publishCommand } = this.engine;
-    await fairScripts.leave.run(client, this.lineKeys, [this.ownerId, publishCommand, this.waiterChannelPrefix, WAKE_ONE]);
+    const args = [this.ownerId, publishCommand, this.waiterChannelPrefix, WAKE_ONE];
+    return this.engine.call(this.name, () => fairScripts.leave.run(client, this.lineKeys, args)).catch(() => undefined);
   }
 
   override async forceUnlock(): Promise<boolean> {

@@ -55,7 +55,7 @@ export class ReadWriteLockView extends BaseLock {
     return LockKeys.readWriteLeases(this.lockKey);
   }
 
-  protected async attempt(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
+  protected async acquireScript(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
     const { client, fenceMemoryMs } = this.engine;
     // Only a write hold carries a fencing token: readers do not exclude each other.
     const result =

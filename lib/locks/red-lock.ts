@@ -7,7 +7,8 @@ import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import type { RedisClient } from '../redis/redis-client';
 import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
-import { attemptResult, checkTime } from './base-lock';
+import { attemptResult } from './base-lock';
+import { Acquisition, checkAcquisitionTimes, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { LockOptions, TryLockOptions } from './lock';
@@ -55,12 +56,13 @@ const driftMs = (leaseMs: number): number => Math.floor(leaseMs * CLOCK_DRIFT_FA
  * shares a master with this one's) gets a larger one. Safety otherwise rests on bounded clock drift
  * and process pauses shorter than the lease: see the README's "RedLock: safety limits".
  */
-export class RedLock implements OwnedLock {
+export class RedLock implements OwnedLock, Contender<boolean> {
   readonly lockKey: string;
   readonly kind = 'redlock';
 
   constructor(
-    private readonly engine: LockEngine,
+    /** @internal */
+    readonly engine: LockEngine,
     private readonly masters: RedLockMasters,
     readonly name: string,
     /** The key on every master (`keyPrefix` + name, hash-tag wrapped like every lock key). */
@@ -155,43 +157,47 @@ export class RedLock implements OwnedLock {
     return majorityTtl >= 0 ? majorityTtl : -2;
   }
 
-  private async acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
-    const leaseTime = options?.leaseTime;
-    checkTime('waitTime', waitMs, true);
-    checkTime('leaseTime', leaseTime, false);
-    if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
-    const leaseMs = leaseTime ?? this.engine.options.watchdogTimeout;
-    const deadline = Date.now() + waitMs;
-    // Aborting cuts a pause between attempts short.
-    const cancelled =
-      cancellation && new Promise<never>((_, reject) => cancellation.onCancel((reason) => reject(reason)));
-    cancelled?.catch(() => undefined);
-    for (;;) {
-      const outcome = await this.attempt(leaseMs, options);
-      if (outcome === true && cancellation?.cancelled) {
-        // Granted after the caller gave up: give back this acquisition's hold.
-        await this.unlock().catch(() => undefined);
-        throw cancellation.reason;
-      }
-      if (outcome === true) return true;
-      cancellation?.throwIfCancelled();
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) {
-        // Too few masters answered to tell: that is Redis being unreachable, not contention.
-        if (outcome instanceof LockUnavailableError) throw outcome;
-        return false;
-      }
-      const pause = this.masters.pause(Math.min(remaining, RETRY_DELAY_MS + Math.random() * RETRY_JITTER_MS));
-      pause.catch(() => undefined); // a shutdown rejecting it after an abort won the race
-      await (cancelled ? Promise.race([pause, cancelled]) : pause);
+  /** An acquisition by the acquisition machine, with this RedLock as its contender. */
+  private acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
+    try {
+      checkAcquisitionTimes(waitMs, options?.leaseTime);
+      const leaseMs = options?.leaseTime ?? this.engine.options.watchdogTimeout;
+      return new Acquisition<boolean>(this, leaseMs, waitMs, false, options, cancellation).settled;
+    } catch (error) {
+      return Promise.reject(error);
     }
   }
 
+  // The contender's side of an acquisition (see `Contender` in acquisition.ts).
+
+  /** @internal Waiters retry after a pause with jitter; the masters' room lets shutdown cancel them. */
+  get room(): WaitRoom {
+    return this.masters;
+  }
+
+  /** @internal */
+  get waitChannel(): string {
+    return this.lockKey;
+  }
+
+  /** @internal No release message reaches a RedLock waiter: it sleeps, then tries again. */
+  readonly wakesOnRelease = false;
+  /** @internal */
+  readonly maxSleepMs = Number.POSITIVE_INFINITY;
+  /** @internal Independent masters, no replicas to confirm. */
+  readonly replicaKey = undefined;
+
+  /** @internal */
+  queuesFirst(): boolean {
+    return false;
+  }
+
   /**
-   * One round of the algorithm: ask every master, keep the lock only with a majority in time, and
-   * write the token back to a majority. `LockUnavailableError` when too few masters answered.
+   * @internal One round of the algorithm: ask every master, keep the lock only with a majority in
+   * time, and write the token back to a majority. Busy: the pause before the next round (random, so
+   * contenders do not keep colliding). `LockUnavailableError` when too few masters answered.
    */
-  private async attempt(leaseMs: number, options: LockOptions | undefined): Promise<true | false | LockUnavailableError> {
+  async attempt(leaseMs: number): Promise<AttemptOutcome> {
     const heldBefore = this.hold !== undefined;
     const startedAt = Date.now();
     const { quorum } = this.masters;
@@ -216,30 +222,40 @@ export class RedLock implements OwnedLock {
       );
       granted = raised.yes >= quorum;
     }
-    if (granted && leaseMs - (Date.now() - startedAt) - driftMs(leaseMs) > 0) {
-      this.held(leaseMs, options, startedAt, token);
-      return true;
-    }
+    // The lease began when the first master was asked, not when the last answered.
+    if (granted && leaseMs - (Date.now() - startedAt) - driftMs(leaseMs) > 0) return { fencingToken: token, leaseStartedAt: startedAt };
     // A failed first attempt lets go of whatever it got; a failed re-entry keeps the hold it had
     // (the watchdog or the lease decides about that one).
     if (!heldBefore) await this.releaseEverywhere();
     if (votes.failed > this.masters.clients.length - quorum) {
       return this.unavailable(votes.firstError ?? new Error(REDLOCK_NO_MAJORITY(this.name, votes.yes, this.masters.clients.length, quorum)));
     }
-    return false;
+    return RETRY_DELAY_MS + Math.random() * RETRY_JITTER_MS;
   }
 
-  private held(leaseMs: number, options: LockOptions | undefined, startedAt: number, fencingToken: number): void {
+  /** @internal */
+  held(grant: Grant, leaseMs: number, options: LockOptions | undefined): boolean {
     const terms: HoldTerms = {
       leaseMs,
-      fencingToken,
+      fencingToken: grant.fencingToken,
       renewal: options?.leaseTime === undefined ? { renew: () => this.renew(leaseMs) } : undefined,
       releaseOne: () => this.releaseEverywhere(),
       telemetry: this.engine.telemetry?.holdTelemetry(this.kind, this.name, options),
     };
     const hold = this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
-    // The lease began when the first master was asked, not when the last answered.
-    hold.leaseStartedAt = startedAt;
+    if (grant.leaseStartedAt !== undefined) hold.leaseStartedAt = grant.leaseStartedAt;
+    return true;
+  }
+
+  /** @internal A grant after the caller gave up: a new hold is let go everywhere; a re-entry keeps the hold it had. */
+  undoGrant(): Promise<unknown> {
+    if (this.hold) return Promise.resolve();
+    return this.releaseEverywhere().catch(() => undefined);
+  }
+
+  /** @internal A failed round has already let go of what it got. */
+  abandon(): undefined {
+    return undefined;
   }
 
   /** A majority's yes or no; `LockUnavailableError` when too few masters answered to tell. */

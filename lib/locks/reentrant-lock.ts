@@ -13,7 +13,7 @@ export class ReentrantLock extends BaseLock {
   private channelKey: string | undefined;
 
   // Plain promise chains rather than async functions: one promise and one frame less per call.
-  protected attempt(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
+  protected acquireScript(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
     const { scripts, client, fenceMemoryMs } = this.engine;
     return scripts.reentrantAcquire.run(
       client,

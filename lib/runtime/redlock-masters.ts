@@ -3,6 +3,7 @@ import type { RedisOptions } from 'ioredis';
 import { REDLOCK_CONNECTION_FAILED, NOT_CONNECTED } from '../lock.messages';
 import { withTimeout } from '../redis/bounded-call';
 import { closeConnection, isDown, type RedisClient } from '../redis/redis-client';
+import { Waiter } from '../redis/unlock-subscriber';
 
 /**
  * Connections the library opens to RedLock masters fail a command at the first failed reconnect
@@ -43,7 +44,8 @@ export class RedLockMasters {
   readonly clients: readonly RedisClient[];
   /** A majority: N/2 + 1. */
   readonly quorum: number;
-  private readonly pausing = new Set<(error: Error) => void>();
+  /** The RedLock waiters sleeping between attempts (no pub/sub: a subscription lives on one server). */
+  private readonly waiters = new Set<Waiter>();
   private closedWith: Error | undefined;
 
   constructor(
@@ -127,21 +129,24 @@ export class RedLockMasters {
     );
   }
 
-  /** A pause between attempts; rejects at once when the module shuts down. */
-  pause(ms: number): Promise<void> {
-    if (this.closedWith) return Promise.reject(this.closedWith);
-    return new Promise<void>((resolve, reject) => {
-      const cancel = (error: Error): void => {
-        clearTimeout(timer);
-        this.pausing.delete(cancel);
-        reject(error);
-      };
-      const timer = setTimeout(() => {
-        this.pausing.delete(cancel);
-        resolve();
-      }, ms);
-      this.pausing.add(cancel);
-    });
+  /**
+   * The RedLock waits' room: a seat is a plain sleeping waiter (nothing wakes it but its time, or
+   * shutdown), kept so shutdown can cancel it. See `WaitRoom`.
+   */
+  seat(channel: string): Waiter {
+    if (this.closedWith) throw this.closedWith;
+    const waiter = new Waiter(channel);
+    this.waiters.add(waiter);
+    return waiter;
+  }
+
+  leave(waiter: Waiter): void {
+    this.waiters.delete(waiter);
+  }
+
+  /** Nothing to subscribe to: its sleeps end by time alone. */
+  subscribed(): Promise<boolean> {
+    return Promise.resolve(true);
   }
 
   /** Connects the connections the library opened (once every module is validated). */
@@ -156,7 +161,8 @@ export class RedLockMasters {
   /** Rejects every RedLock wait in progress, and the ones that would start, with `error`. */
   cancelWaits(error: Error): void {
     this.closedWith = error;
-    for (const cancel of [...this.pausing]) cancel(error);
+    for (const waiter of [...this.waiters]) waiter.cancel(error);
+    this.waiters.clear();
   }
 
   /** Closes the connections the library opened; the user's own clients stay open. */

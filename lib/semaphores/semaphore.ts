@@ -1,12 +1,11 @@
-import { LockError, LockNotHeldError, LockTimeoutError, LockUnavailableError } from '../errors';
-import { INVALID_TIME, REPLICAS_NOT_SYNCED } from '../lock.messages';
-import { checkTime } from '../locks/base-lock';
+import { LockNotHeldError, LockTimeoutError } from '../errors';
+import { INVALID_TAKE } from '../lock.messages';
+import { Acquisition, attemptOnConnection, checkAcquisitionTimes, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../locks/acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import type { CallTicket } from '../redis/bounded-call';
 import { withHashTag } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
-import { waitForReplicas } from '../redis/replica-sync';
-import type { Waiter } from '../redis/unlock-subscriber';
+import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import { SemaphoreLimitError } from './semaphore-errors';
@@ -64,20 +63,6 @@ export interface SemaphoreInfo {
   /** Waiters in line order, with the permits each asks for. */
   readonly waiters: ReadonlyArray<{ ownerId: string; permits: number }>;
 }
-
-/** Pause after the n-th attempt in a row that could not reach Redis: 50 ms doubling up to 1 s (as the locks). */
-const unavailableRetryMs = (failures: number): number => Math.min(1_000, 50 * 2 ** Math.min(failures - 1, 5));
-
-/** One acquisition as a cancellation sees it. */
-interface Pending {
-  cancelled?: unknown;
-  waiter?: Waiter;
-}
-
-type Attempt = { fencingToken: number } | number | LockUnavailableError;
-
-const isGrant = (outcome: Attempt): outcome is { fencingToken: number } =>
-  typeof outcome === 'object' && !(outcome instanceof LockUnavailableError);
 
 /** The Redis keys of one semaphore: one hash tag, so they share a cluster slot. */
 export class SemaphoreKeys {
@@ -247,198 +232,127 @@ export class Semaphore {
     });
   }
 
-  private checkRequest(options: AcquireOptions | undefined, waitMs: number): number {
+  private checkTake(options: AcquireOptions | undefined): number {
     const take = options?.take ?? 1;
-    if (!Number.isInteger(take) || take < 1 || take > this.permits) {
-      throw new RangeError(`take must be a whole number from 1 to the semaphore's permits (${this.permits}) (got ${String(take)})`);
-    }
-    checkTime('waitTime', waitMs, true);
-    checkTime('leaseTime', options?.leaseTime, false);
-    if (options?.leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', 0));
+    if (!Number.isInteger(take) || take < 1 || take > this.permits) throw new RangeError(INVALID_TAKE(this.permits, take));
     return take;
   }
 
   /**
-   * An acquisition with the locks' telemetry (DESIGN §10, `lock.kind` = `semaphore`): `lock.waiting`,
+   * An acquisition with the locks' telemetry (`lock.kind` = `semaphore`): `lock.waiting`,
    * `lock.acquisitions` and `lock.wait.duration` by outcome, the span `lock.acquire <template>`.
    */
   private acquireWithin(waitMs: number, options: AcquireOptions | undefined): Promise<Permit | null> {
     const { telemetry } = this.engine;
-    if (!telemetry) return this.acquireUnobserved(waitMs, options);
+    if (!telemetry) return cancellable(options?.signal, (cancellation) => this.acquireUnobserved(waitMs, options, cancellation));
     let permit: Permit | null = null;
-    return observeAcquire(
-      telemetry,
-      'semaphore',
-      this.name,
-      options,
-      () => permit?.fencingToken,
-      () => this.acquireUnobserved(waitMs, options).then((granted) => (permit = granted) !== null),
+    return observeAcquire(telemetry, 'semaphore', this.name, options, () => permit?.fencingToken, () =>
+      cancellable(options?.signal, (cancellation) => this.acquireUnobserved(waitMs, options, cancellation)).then(
+        (granted) => (permit = granted) !== null,
+      ),
     ).then(() => permit);
   }
 
-  private async acquireUnobserved(waitMs: number, options: AcquireOptions | undefined): Promise<Permit | null> {
-    const take = this.checkRequest(options, waitMs);
-    const signal = options?.signal;
-    signal?.throwIfAborted();
-    const permitId = this.engine.ids.nextOwner();
-    const pending: Pending = {};
-    const acquisition = this.waitFor(permitId, take, waitMs, options, pending);
-    if (!signal) return acquisition;
-    return new Promise<Permit | null>((resolve, reject) => {
-      const onAbort = (): void => {
-        pending.cancelled = signal.reason;
-        const waiter = pending.waiter;
-        if (waiter) {
-          // Give up the seat now (the subscription goes with the last one); the line place and any
-          // late grant are undone by the acquisition's own clean-up as it unwinds.
-          this.engine.subscriber.leave(waiter);
-          waiter.cancel(signal.reason as Error);
-        }
-        reject(signal.reason);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      acquisition.then(
-        (permit) => {
-          signal.removeEventListener('abort', onAbort);
-          if (pending.cancelled === undefined) resolve(permit);
-          else if (permit) void permit.release().catch(() => undefined);
-        },
-        (error: unknown) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      );
-    });
-  }
-
-  /**
-   * The waiting loop: attempt; take a seat on the semaphore's channel; once subscribed, attempt
-   * again (a release may have come before the subscription); then sleep until a release names this
-   * waiter, the first lease may end, a heartbeat is due or the wait ends. Never polls.
-   */
-  private async waitFor(
-    permitId: string,
-    take: number,
-    waitMs: number,
-    acquireOptions: AcquireOptions | undefined,
-    pending: Pending,
-  ): Promise<Permit | null> {
-    const { engine } = this;
-    const leaseTime = acquireOptions?.leaseTime;
-    const { subscriber, options } = engine;
-    const leaseMs = leaseTime ?? options.watchdogTimeout;
-    const deadline = Date.now() + waitMs;
-    const joinLine = waitMs > 0;
-    // Heartbeats: a waiter's place in line lasts fairLockWaiterTimeout; renew it three times per.
-    const heartbeatMs = Math.max(1, Math.floor(options.fairLockWaiterTimeout / 3));
-    let waiter: Waiter | undefined;
-    let acquired = false;
-    // Set once this acquisition may have a place in line or a grant nobody will use.
-    let cleanUp = joinLine;
-    let unreachable = false;
+  private acquireUnobserved(waitMs: number, options: AcquireOptions | undefined, cancellation: Cancellation | undefined): Promise<Permit | null> {
     try {
-      let subscribed = false;
-      if (joinLine && subscriber.hasWaiters(this.keys.channel)) {
-        // Others of this process wait already, so the channel is subscribed (or on its way): seated
-        // before the first attempt, a release that names this waiter right after it is kept and no
-        // second attempt is needed. An uncontended acquisition never subscribes.
-        waiter = pending.waiter = subscriber.seat(this.keys.channel, permitId);
-        subscribed = await subscriber.subscribed(waiter, 0);
-      }
-      let failures = 0;
-      let outcome = await this.attemptOnce(permitId, take, leaseMs, joinLine);
-      if (joinLine && !waiter && !isGrant(outcome) && pending.cancelled === undefined) {
-        waiter = pending.waiter = subscriber.seat(this.keys.channel, permitId);
-      }
-      for (;;) {
-        if (pending.cancelled !== undefined) {
-          cleanUp ||= typeof outcome !== 'number';
-          throw pending.cancelled;
-        }
-        if (isGrant(outcome)) {
-          const permit = await this.held(permitId, take, leaseMs, acquireOptions, outcome.fencingToken);
-          acquired = true;
-          return permit;
-        }
-        unreachable = outcome instanceof LockUnavailableError;
-        cleanUp ||= joinLine || unreachable;
-        failures = unreachable ? failures + 1 : 0;
-        const remaining = deadline - Date.now();
-        if (!waiter || remaining <= 0) {
-          if (outcome instanceof LockUnavailableError) throw outcome;
-          return null;
-        }
-        if (!subscribed) {
-          subscribed = await subscriber.subscribed(waiter, Math.min(options.commandTimeout, remaining));
-          if (subscribed) {
-            if (pending.cancelled !== undefined) throw pending.cancelled;
-            outcome = await this.attemptOnce(permitId, take, leaseMs, true);
-            continue;
-          }
-        }
-        let sleepMs = typeof outcome === 'number' ? Math.max(outcome, 1) : unavailableRetryMs(failures);
-        if (!subscribed) sleepMs = Math.min(sleepMs, unavailableRetryMs(Math.max(failures, 1)));
-        await waiter.sleep(Math.max(1, Math.min(sleepMs, deadline - Date.now(), heartbeatMs)));
-        if (pending.cancelled !== undefined) throw pending.cancelled;
-        outcome = await this.attemptOnce(permitId, take, leaseMs, true);
-      }
-    } finally {
-      if (waiter) subscriber.leave(waiter);
-      if (!acquired && cleanUp) {
-        // Leave the line, and give back what an attempt whose answer was lost may have granted: the
-        // call goes out after the attempts on the same connection, so it runs after them.
-        const leaving = this.giveBack(permitId, true).catch(() => undefined);
-        if (!unreachable) await leaving;
-      }
+      const take = this.checkTake(options);
+      checkAcquisitionTimes(waitMs, options?.leaseTime);
+      const leaseMs = options?.leaseTime ?? this.engine.options.watchdogTimeout;
+      const contender = new PermitRequest(this, this.engine.ids.nextOwner(), take);
+      return new Acquisition<Permit | null>(contender, leaseMs, waitMs, null, options, cancellation).settled;
+    } catch (error) {
+      return Promise.reject(error);
     }
   }
+}
 
-  /** One attempt, bounded by `commandTimeout`; Redis failures come back as a value. */
-  private attemptOnce(permitId: string, take: number, leaseMs: number, joinLine: boolean): Promise<Attempt> {
-    const { engine, keys } = this;
+const ignore = (): undefined => undefined;
+
+/**
+ * One request for permits as the acquisition machine's contender: attempts take permits (joining
+ * the semaphore's FIFO line in Redis when waiting), waiters sleep on the semaphore's channel and are
+ * woken by name (a release wakes exactly the waiters its permits admit), and the retries double as
+ * heartbeats that keep the waiter's place in line.
+ */
+class PermitRequest implements Contender<Permit | null> {
+  readonly engine: LockEngine;
+  readonly waitChannel: string;
+  readonly wakesOnRelease = true;
+  readonly maxSleepMs: number;
+  readonly replicaKey: string;
+
+  constructor(
+    private readonly semaphore: Semaphore,
+    /** This acquisition's owner id: its place in line, its seat's id, and the permits' holder. */
+    readonly waiterId: string,
+    private readonly take: number,
+  ) {
+    this.engine = semaphore.engine;
+    this.waitChannel = semaphore.keys.channel;
+    this.replicaKey = semaphore.keys.base;
+    // A waiter's place in line lasts fairLockWaiterTimeout; its retries renew it three times per.
+    this.maxSleepMs = Math.max(1, Math.floor(this.engine.options.fairLockWaiterTimeout / 3));
+  }
+
+  get name(): string {
+    return this.semaphore.name;
+  }
+
+  get room(): WaitRoom {
+    return this.engine.subscriber;
+  }
+
+  /** The line in Redis keeps the order: a newcomer tries at once (and joins the line). */
+  queuesFirst(): boolean {
+    return false;
+  }
+
+  attempt(leaseMs: number, _requestId: string, joinLine: boolean): Promise<AttemptOutcome> {
+    const { semaphore, engine, take, waiterId } = this;
+    const { keys } = semaphore;
     const { client, options, publishCommand, fenceMemoryMs } = engine;
-    return engine.attempt(this.name, async (ticket: CallTicket) => {
+    return attemptOnConnection(engine, semaphore.name, async (ticket: CallTicket) => {
       const reply = await semaphoreScripts.acquire.run(
         client,
         [keys.base, keys.leases, keys.line, keys.deadlines, keys.fence, keys.channel],
-        [this.permits, take, leaseMs, permitId, options.fairLockWaiterTimeout, joinLine ? 1 : 0, publishCommand, fenceMemoryMs],
+        [semaphore.permits, take, leaseMs, waiterId, options.fairLockWaiterTimeout, joinLine ? 1 : 0, publishCommand, fenceMemoryMs],
         ticket,
       );
       if (!Array.isArray(reply)) return Number(reply);
-      if (reply[0] === 'limit') throw new SemaphoreLimitError(this.name, this.permits, Number(reply[1]));
+      if (reply[0] === 'limit') throw new SemaphoreLimitError(semaphore.name, semaphore.permits, Number(reply[1]));
       return { fencingToken: Number(reply[0]) };
     });
   }
 
-  private async held(
-    permitId: string,
-    take: number,
-    leaseMs: number,
-    acquireOptions: AcquireOptions | undefined,
-    fencingToken: number,
-  ): Promise<Permit> {
-    const { engine, keys } = this;
-    const leaseTime = acquireOptions?.leaseTime;
-    if (engine.options.syncReplicas > 0) {
-      const { syncReplicas, syncReplicasTimeout } = engine.options;
-      const confirmed = await waitForReplicas(engine.client, keys.base, syncReplicas, syncReplicasTimeout);
-      if (confirmed < syncReplicas) {
-        await this.giveBack(permitId, true).catch(() => undefined);
-        throw new LockError(REPLICAS_NOT_SYNCED(this.name, confirmed, syncReplicas, syncReplicasTimeout));
-      }
-    }
+  held(grant: Grant, leaseMs: number, options: AcquireOptions | undefined): Permit {
+    const { semaphore, engine, waiterId } = this;
+    const { keys } = semaphore;
+    const fencingToken = grant.fencingToken as number;
     const terms: HoldTerms = {
       leaseMs,
       fencingToken,
       renewal:
-        leaseTime === undefined
-          ? { client: engine.client, call: { script: semaphoreScripts.renew, keys: [keys.base, keys.leases], args: [leaseMs, permitId] } }
+        options?.leaseTime === undefined
+          ? { client: engine.client, call: { script: semaphoreScripts.renew, keys: [keys.base, keys.leases], args: [leaseMs, waiterId] } }
           : undefined,
-      releaseOne: () => this.giveBack(permitId, false),
+      releaseOne: () => semaphore.giveBack(waiterId, false),
       // `lock.held` / `lock.hold.duration` / `lock.lost`: one hold per Permit, whatever its `take`.
-      telemetry: engine.telemetry?.holdTelemetry('semaphore', this.name, acquireOptions),
+      telemetry: engine.telemetry?.holdTelemetry('semaphore', semaphore.name, options),
     };
-    const hold = engine.holds.acquired(this.name, keys.base, permitId, terms);
-    return new Permit(this, permitId, take, fencingToken, hold);
+    const hold = engine.holds.acquired(semaphore.name, keys.base, waiterId, terms);
+    return new Permit(semaphore, waiterId, this.take, fencingToken, hold);
+  }
+
+  undoGrant(): Promise<unknown> {
+    return this.semaphore.giveBack(this.waiterId, true).catch(ignore);
+  }
+
+  /**
+   * Leaves the line, and gives back what an attempt whose answer was lost may have granted: the
+   * call goes out after the attempts on the same connection, so it runs after them.
+   */
+  abandon(_requestId: string, joinedLine: boolean, outcomeUnknown: boolean): Promise<unknown> | undefined {
+    if (!joinedLine && !outcomeUnknown) return undefined;
+    return this.semaphore.giveBack(this.waiterId, true).catch(ignore);
   }
 }

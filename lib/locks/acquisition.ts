@@ -1,0 +1,343 @@
+import { LockError, LockUnavailableError } from '../errors';
+import { INVALID_TIME, NOT_CONNECTED, REPLICAS_NOT_SYNCED } from '../lock.messages';
+import { boundedCall, type CallTicket } from '../redis/bounded-call';
+import { waitForReplicas } from '../redis/replica-sync';
+import type { Sleeper, Waiter } from '../redis/unlock-subscriber';
+import { reasonAsError, type Cancellation } from '../runtime/cancellation';
+import type { LockEngine } from '../runtime/lock-engine';
+import { isDown } from '../redis/redis-client';
+import type { LockOptions } from './lock';
+
+/** A granted attempt: its fencing token (none for a read lock), and when its lease began if not now. */
+export interface Grant {
+  readonly fencingToken: number | undefined;
+  readonly leaseStartedAt?: number;
+}
+
+/**
+ * One attempt as the machine sees it: a grant, how long the lock may stay busy (ms), or Redis could
+ * not be asked (its outcome unknown: it may still be granted later).
+ */
+export type AttemptOutcome = Grant | number | LockUnavailableError;
+
+const isGrant = (outcome: AttemptOutcome): outcome is Grant => typeof outcome === 'object' && !(outcome instanceof LockUnavailableError);
+
+/** Pause after the n-th attempt in a row that could not reach Redis: 50 ms doubling up to 1 s. */
+const unavailableRetryMs = (failures: number): number => Math.min(1_000, 50 * 2 ** Math.min(failures - 1, 5));
+
+/**
+ * Where waiters sit between attempts: the shared unlock subscriber (a release message wakes them),
+ * or a room without messages (a RedLock, whose waiters retry after a pause).
+ */
+export interface WaitRoom {
+  seat(channel: string, id?: string): Waiter;
+  /** Gives up the seat; `acquired` false passes the head's turn on (see `UnlockSubscriber.leave`). */
+  leave(waiter: Waiter, acquired: boolean): void;
+  /** Whether wake messages for `waiter` can be counted on, waiting at most `ms` for a subscription. */
+  subscribed(waiter: Waiter, ms: number): Promise<boolean>;
+}
+
+/**
+ * What a lock kind supplies to an acquisition: its attempt, where it waits, how it records a grant
+ * and how it undoes one. The machine (`Acquisition`) does the rest the same way for every kind.
+ */
+export interface Contender<R> {
+  readonly name: string;
+  readonly engine: LockEngine;
+  readonly room: WaitRoom;
+  /** The channel whose messages wake this contender, and its id there (for messages naming waiters). */
+  readonly waitChannel: string;
+  readonly waiterId?: string;
+  /**
+   * True when a release message wakes this contender: once seated it tries again as soon as it is
+   * subscribed (a release may have come before the subscription). False: it only sleeps and retries.
+   */
+  readonly wakesOnRelease: boolean;
+  /** Longest sleep between attempts (a waiter in a Redis line must refresh its place). */
+  readonly maxSleepMs: number;
+  /** The key whose write `syncReplicas` waits for; none: no replica confirmation. */
+  readonly replicaKey: string | undefined;
+  /** One atomic attempt, bounded by `commandTimeout`; Redis failures come back as a value. */
+  attempt(leaseMs: number, requestId: string, joinLine: boolean): Promise<AttemptOutcome>;
+  /**
+   * Whether a newcomer with a wait queues behind this process's waiters for the lock instead of
+   * trying first (no barging): its first round then makes no attempt.
+   */
+  queuesFirst(): boolean;
+  /** Records the grant as held; what the acquisition resolves with. */
+  held(grant: Grant, leaseMs: number, options: LockOptions | undefined): R;
+  /** Gives back a grant nobody will use (the caller cancelled, the replicas did not confirm it). */
+  undoGrant(): Promise<unknown>;
+  /**
+   * Clean-up of an acquisition that ends without the lock: leave a Redis line (`joinedLine`) and undo
+   * what an attempt with an unknown outcome may have granted (`requestId`). Resolves when what must
+   * be waited for is done (nothing: `undefined`).
+   */
+  abandon(requestId: string, joinedLine: boolean, outcomeUnknown: boolean): Promise<unknown> | undefined;
+}
+
+/**
+ * One attempt on the module's connection, bounded by `commandTimeout`; "Redis could not be asked"
+ * comes back as a `LockUnavailableError` value. While the connection is between reconnects nothing
+ * is sent (ioredis would queue it, to run who knows when): the attempt is "unavailable" at once and
+ * the wait retries when the connection is back.
+ */
+export function attemptOnConnection(
+  engine: LockEngine,
+  name: string,
+  work: (ticket: CallTicket) => Promise<AttemptOutcome>,
+): Promise<AttemptOutcome> {
+  if (isDown(engine.client)) return Promise.resolve(new LockUnavailableError(name, new Error(NOT_CONNECTED(engine.client.status))));
+  return engine.attempt(name, work);
+}
+
+/** Throws a `RangeError` naming `what` unless `value` is a time in ms (>= 0; Infinity when allowed). */
+export function checkTime(what: string, value: number | undefined, allowInfinity: boolean): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowInfinity && !Number.isFinite(value))) {
+    throw new RangeError(INVALID_TIME(what, value));
+  }
+}
+
+/** Validates an acquisition's times: throws a `RangeError` naming the bad one. */
+export function checkAcquisitionTimes(waitMs: number, leaseTime: number | undefined): void {
+  checkTime('waitTime', waitMs, true);
+  checkTime('leaseTime', leaseTime, false);
+  if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
+}
+
+/**
+ * One acquisition of one lock, whatever its kind, from its first attempt to its end: attempt; when
+ * busy, take a seat where releases wake it, try again once subscribed, then sleep until a wake, the
+ * lock's TTL or the deadline, and try again; on a grant confirm it on the replicas (when asked) and
+ * record it; on giving up leave the line and undo a grant that may come late.
+ *
+ * A small state object driven by callbacks (the attempts' promises, and the waiter's sleep with
+ * this object as its sleeper) rather than a suspended async function: a sleeping waiter keeps only
+ * this, its seat and its promise, and 20,000 waiters in one process add up. The promise `settled`
+ * is the one callers get (no adoption). Every bound lives here: an acquisition settles by its
+ * wait plus at most one `commandTimeout` (plus `syncReplicasTimeout` when confirming replicas).
+ */
+export class Acquisition<R> implements Sleeper {
+  /** The seat, taken when an attempt finds the lock busy (or before the first, when queueing). */
+  private waiter: Waiter | undefined = undefined;
+  /** The last missed attempt: the lock's TTL, or Redis could not be asked. */
+  private outcome: number | LockUnavailableError | undefined = undefined;
+  /** Set once an attempt's outcome is unknown (no answer in time): it may still be granted later. */
+  private outcomeUnknown = false;
+  /** Attempts in a row that could not reach Redis (paces the retries). */
+  private failures = 0;
+  /** Whether wake messages can be counted on (a contender that is not woken by them never needs any). */
+  private subscribed: boolean;
+  /** A newcomer queued behind this process's waiters: its first round makes no attempt. */
+  private queued: boolean;
+  private acquired = false;
+  private ended = false;
+  private readonly deadline: number;
+  /** This acquisition's request id: a release that undoes its late grant names it. */
+  private readonly requestId: string;
+  private resolve!: (result: R) => void;
+  private reject!: (error: unknown) => void;
+  readonly settled: Promise<R>;
+
+  constructor(
+    private readonly contender: Contender<R>,
+    private readonly leaseMs: number,
+    private readonly waitMs: number,
+    /** What the acquisition resolves with when the wait ends while the lock stays busy. */
+    private readonly busyResult: R,
+    private readonly options: LockOptions | undefined,
+    private readonly cancellation: Cancellation | undefined,
+  ) {
+    this.deadline = Date.now() + waitMs;
+    this.subscribed = !contender.wakesOnRelease;
+    this.requestId = contender.engine.ids.nextRequest();
+    this.queued = waitMs > 0 && contender.queuesFirst();
+    this.settled = new Promise<R>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    if (this.queued) this.takeSeat();
+    else this.firstAttempt();
+  }
+
+  /** Woken by a release, or the sleep's time is up: the next round. */
+  woke(): void {
+    this.round();
+  }
+
+  /** The waiter was cancelled (an aborted signal, shutdown). */
+  failed(error: Error): void {
+    this.end(true, error);
+  }
+
+  /** The first attempt; a single attempt (waitTime 0) never joins a Redis line. */
+  private firstAttempt(): void {
+    this.contender
+      .attempt(this.leaseMs, this.requestId, this.waitMs > 0)
+      .then((outcome) => {
+        if (isGrant(outcome)) return this.granted(outcome);
+        if (!this.missed(outcome)) return;
+        // waitTime 0 is one attempt; an attempt that used up the wait (Redis did not answer) ends it.
+        if (this.waitMs <= 0 || (outcome instanceof LockUnavailableError && Date.now() >= this.deadline)) return this.endWithoutLock();
+        this.takeSeat();
+      })
+      .then(undefined, (error: unknown) => this.end(true, error));
+  }
+
+  /** Takes a seat where releases wake this contender, then the first round. */
+  private takeSeat(): void {
+    const { room, waitChannel, waiterId, wakesOnRelease } = this.contender;
+    let waiter: Waiter;
+    try {
+      waiter = room.seat(waitChannel, waiterId);
+    } catch (error) {
+      return this.end(true, error);
+    }
+    this.waiter = waiter;
+    // Aborting frees the seat at once (the caller's promise has rejected already) and wakes the
+    // waiter with the reason: a step in flight ends the wait (leaving the line) when it returns.
+    this.cancellation?.onCancel((reason) => {
+      room.leave(waiter, false);
+      waiter.cancel(reasonAsError(reason));
+    });
+    if (wakesOnRelease || this.queued) this.round();
+    else this.sleep();
+  }
+
+  /**
+   * One round of the wait: make sure (bounded) the seat is subscribed, attempt, then sleep or end.
+   * A queued newcomer does not know the TTL yet: its first round sleeps at most one watchdog lease.
+   */
+  private round(): void {
+    const waiter = this.waiter as Waiter;
+    const { room, engine, wakesOnRelease } = this.contender;
+    const subscribing = wakesOnRelease
+      ? room.subscribed(waiter, Math.min(engine.options.commandTimeout, this.deadline - Date.now()))
+      : Promise.resolve(true);
+    subscribing
+      .then((subscribed) => {
+        this.subscribed = subscribed;
+        if (!this.queued) return this.contender.attempt(this.leaseMs, this.requestId, true).then((outcome) => this.afterAttempt(outcome));
+        this.queued = false;
+        this.outcome = engine.options.watchdogTimeout;
+        this.sleep();
+      })
+      .then(undefined, (error: unknown) => this.end(true, error));
+  }
+
+  private afterAttempt(outcome: AttemptOutcome): void {
+    if (isGrant(outcome)) return this.granted(outcome);
+    if (!this.missed(outcome)) return;
+    if (this.deadline - Date.now() <= 0) return this.endWithoutLock();
+    this.sleep();
+  }
+
+  /**
+   * Notes an attempt that did not grant: "busy" (the TTL), or Redis could not be asked. False when
+   * the caller cancelled meanwhile (the acquisition has ended).
+   */
+  private missed(outcome: number | LockUnavailableError): boolean {
+    this.outcome = outcome;
+    if (outcome instanceof LockUnavailableError) {
+      this.outcomeUnknown = true;
+      this.failures += 1;
+    } else {
+      this.failures = 0;
+    }
+    const { cancellation } = this;
+    if (!cancellation?.cancelled) return true;
+    this.end(true, cancellation.reason);
+    return false;
+  }
+
+  /**
+   * Sleeps until a wake or the next attempt is due. A missed message never stalls a waiter: every
+   * sleep ends by the lock's TTL or the deadline; without Redis (or without a subscription yet) it
+   * retries at a gentle pace.
+   */
+  private sleep(): void {
+    const { outcome, failures } = this;
+    let sleepMs = typeof outcome === 'number' ? Math.max(outcome, 1) : unavailableRetryMs(failures);
+    if (!this.subscribed) sleepMs = Math.min(sleepMs, unavailableRetryMs(Math.max(failures, 1)));
+    const remaining = this.deadline - Date.now();
+    (this.waiter as Waiter).sleepThen(Math.max(1, Math.min(sleepMs, remaining, this.contender.maxSleepMs)), this);
+  }
+
+  /**
+   * A grant: given back at once when the caller cancelled meanwhile, confirmed on the replicas when
+   * `syncReplicas` asks for it, then recorded as held. Without either, no promise is made.
+   */
+  private granted(grant: Grant): void {
+    this.acquired = true;
+    const { cancellation, contender } = this;
+    if (cancellation?.cancelled) {
+      const settle = (): void => this.end(true, cancellation.reason);
+      contender.undoGrant().then(settle, settle);
+      return;
+    }
+    const { syncReplicas } = contender.engine.options;
+    if (syncReplicas > 0 && contender.replicaKey !== undefined) {
+      this.confirmReplicated(contender.replicaKey, syncReplicas)
+        .then(() => contender.held(grant, this.leaseMs, this.options))
+        .then(
+          (held) => this.end(false, held),
+          (error: unknown) => this.end(true, error),
+        );
+      return;
+    }
+    this.end(false, contender.held(grant, this.leaseMs, this.options));
+  }
+
+  /**
+   * `syncReplicas`: waits until that many replicas have the acquisition, so a failover is less
+   * likely to lose it; when fewer confirm in time, lets go of it again and fails. Bounded: WAIT
+   * itself may take `syncReplicasTimeout`, plus one `commandTimeout`.
+   */
+  private async confirmReplicated(key: string, syncReplicas: number): Promise<void> {
+    const { contender } = this;
+    const { engine, name } = contender;
+    const { syncReplicasTimeout, commandTimeout } = engine.options;
+    let confirmed: number;
+    try {
+      confirmed = await boundedCall(name, syncReplicasTimeout + commandTimeout, () =>
+        waitForReplicas(engine.client, key, syncReplicas, syncReplicasTimeout),
+      );
+    } catch (error) {
+      void contender.undoGrant().catch(() => undefined);
+      throw error;
+    }
+    if (confirmed >= syncReplicas) return;
+    await contender.undoGrant().catch(() => undefined);
+    throw new LockError(REPLICAS_NOT_SYNCED(name, confirmed, syncReplicas, syncReplicasTimeout));
+  }
+
+  /** The wait is over without the lock: the busy result after "busy", the error when Redis could not be asked. */
+  private endWithoutLock(): void {
+    const { outcome } = this;
+    if (outcome instanceof LockUnavailableError) this.end(true, outcome);
+    else this.end(false, this.busyResult);
+  }
+
+  /**
+   * Ends the acquisition once: leaves the seat; without the lock, cleans up behind it (leave the
+   * line, undo a late grant: waited for unless Redis is unreachable, so the acquisition still
+   * settles within its bound); then resolves with `result`, or rejects with it when `failed`.
+   */
+  private end(failed: boolean, result: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    const { waiter, acquired, contender } = this;
+    if (waiter) contender.room.leave(waiter, acquired);
+    const settle = (): void => {
+      if (failed) this.reject(result);
+      else this.resolve(result as R);
+    };
+    if (acquired) return settle();
+    const unreachable = this.outcome instanceof LockUnavailableError;
+    // Any attempt with a wait may have joined a Redis line (fair lock, semaphore), seated or not.
+    const cleaning = contender.abandon(this.requestId, this.waitMs > 0, this.outcomeUnknown);
+    if (cleaning && !unreachable) cleaning.then(settle, settle);
+    else settle();
+  }
+}
