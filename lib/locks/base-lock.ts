@@ -30,9 +30,10 @@ export type ReleaseResult = 0 | 1 | null;
 const ignore = (): undefined => undefined;
 
 /**
- * The waiting, holding and releasing every lock kind shares. A kind supplies its scripts through
- * `attempt`, `releaseOne` and `renewalCall`; this class waits on the shared subscriber between
- * attempts (never polling), tracks holds for the watchdog, and cancels renewal before a release.
+ * What every single-server lock kind shares. A kind supplies its scripts through `acquireScript`,
+ * `releaseOne` and `renewalCall`; this class is the kind's contender in the acquisition machine
+ * (`Acquisition`, which waits on the shared subscriber between attempts, never polling), records
+ * holds for the watchdog, and cancels renewal before a release.
  */
 export abstract class BaseLock implements Lock, Contender<boolean> {
   constructor(

@@ -1,5 +1,5 @@
 import { LockError, LockNotHeldError, LockUnavailableError } from '../errors';
-import { INVALID_TIME, REDLOCK_NO_MAJORITY } from '../lock.messages';
+import { REDLOCK_NO_MAJORITY } from '../lock.messages';
 import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
@@ -44,7 +44,7 @@ const REDLOCK_IDENTITY = 'redlock\n';
 const driftMs = (leaseMs: number): number => Math.floor(leaseMs * CLOCK_DRIFT_FACTOR) + CLOCK_DRIFT_FLOOR_MS;
 
 /**
- * The Redlock algorithm over the independent masters of `redlock.clients` (DESIGN §4): the same
+ * The Redlock algorithm over the independent masters of `redlock.clients`: the same
  * key on every master; acquired when a majority (N/2 + 1) granted it within the lease minus the
  * time spent asking minus the drift allowance; otherwise released on all N. Re-entry is counted in
  * this process (every master holds a count of 1, see lua/redlock-acquire.lua), and re-arms the
