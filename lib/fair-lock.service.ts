@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Lock, LockRunContext, RunOptions } from './locks/lock';
 import { FairLock } from './locks/fair-lock';
-import { checkLockName } from './lock.service';
+import { checkLockName } from './validators';
 import { LockEngine } from './runtime/lock-engine';
 import { runNamed } from './runtime/run-locked';
 import type { LockInfo } from './introspection/lock-info';

@@ -40,6 +40,8 @@ export const INVALID_LOCK_NAME = (value: unknown): string =>
 export const INVALID_TIME = (what: string, value: unknown): string =>
   `${what} must be a non-negative number of milliseconds (got ${show(value)})`;
 
+export const INVALID_PERMITS = (value: unknown): string => `permits must be a whole number >= 1 (got ${String(value)})`;
+
 // --- decorators and key templates ---
 
 /** The method decorator a configuration error names (`@FairLock` and the like are `@DistributedLock`). */

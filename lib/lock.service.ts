@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LockError } from './errors';
-import { INVALID_LOCK_NAME, MULTI_LOCK_FOREIGN_MEMBER, REDLOCK_NOT_CONFIGURED } from './lock.messages';
+import { MULTI_LOCK_FOREIGN_MEMBER, REDLOCK_NOT_CONFIGURED } from './lock.messages';
 import type { Lock, LockRunContext, RunOptions } from './locks/lock';
 import { MultiLock } from './locks/multi-lock';
 import { isOwnedLock } from './locks/owned-lock';
@@ -9,10 +9,7 @@ import { ReentrantLock } from './locks/reentrant-lock';
 import { LockEngine } from './runtime/lock-engine';
 import { runNamed } from './runtime/run-locked';
 import type { ListLocksOptions, LockInfo } from './introspection/lock-info';
-
-export function checkLockName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || name.length === 0) throw new TypeError(INVALID_LOCK_NAME(name));
-}
+import { checkLockName } from './validators';
 
 /** Reentrant locks, multi-locks and RedLock, plus `run` for the common acquire/work/release shape. */
 @Injectable()

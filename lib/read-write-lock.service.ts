@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { LockRunContext, RunOptions } from './locks/lock';
 import { ReadWriteLock } from './locks/read-write-lock';
 import { ReadWriteLockView, type ReadWriteMode } from './locks/read-write-lock-view';
-import { checkLockName } from './lock.service';
+import { checkLockName } from './validators';
 import { LockEngine } from './runtime/lock-engine';
 import { runNamed } from './runtime/run-locked';
 import type { LockInfo } from './introspection/lock-info';
