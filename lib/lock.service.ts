@@ -7,6 +7,7 @@ import { isOwnedLock } from './locks/owned-lock';
 import { RedLock } from './locks/red-lock';
 import { ReentrantLock } from './locks/reentrant-lock';
 import { LockEngine } from './runtime/lock-engine';
+import { LockInspector } from './introspection/lock-inspector';
 import { runNamed } from './runtime/run-locked';
 import type { ListLocksOptions, LockInfo } from './introspection/lock-info';
 import { checkLockName } from './validators';
@@ -14,7 +15,10 @@ import { checkLockName } from './validators';
 /** Reentrant locks, multi-locks and RedLock, plus `run` for the common acquire/work/release shape. */
 @Injectable()
 export class LockService {
-  constructor(@Inject(LockEngine) private readonly engine: LockEngine) {}
+  constructor(
+    @Inject(LockEngine) private readonly engine: LockEngine,
+    @Inject(LockInspector) private readonly inspector: LockInspector,
+  ) {}
 
   /**
    * The reentrant lock `name`. Inside a `run` (or decorated method) that holds `name`, the object
@@ -71,7 +75,7 @@ export class LockService {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.engine.inspector.inspectLock(name, 'reentrant');
+    return this.inspector.inspectLock(name, 'reentrant');
   }
 
   /**
@@ -79,7 +83,7 @@ export class LockService {
    * cluster), as `inspect` describes it; `match` filters the names (`'order:*'`).
    */
   list(options?: ListLocksOptions): AsyncIterable<LockInfo> {
-    return this.engine.inspector.list(options);
+    return this.inspector.list(options);
   }
 
   /**

@@ -14,7 +14,6 @@ import { OwnerIds } from './owner-ids';
 import { REDLOCK_CONNECTION_DEFAULTS, RedLockMasters } from './redlock-masters';
 import { Watchdog } from './watchdog';
 import { InstanceRegistry } from '../introspection/instance-registry';
-import { LockInspector } from '../introspection/lock-inspector';
 import { LockTelemetry } from '../metrics/lock-telemetry';
 
 /** How long a release's outcome is kept for a resent release (ioredis replays after a reconnect). */
@@ -98,7 +97,6 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly telemetry: LockTelemetry | undefined;
   /** This instance's identity in Redis, for `inspect` (refreshed by the watchdog's rounds). */
   readonly instances: InstanceRegistry;
-  readonly inspector: LockInspector;
 
   private readonly ownsClient: boolean;
   private readonly subscriberConnection: RedisClient;
@@ -131,7 +129,6 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       options.watchdogTimeout,
       options.commandTimeout,
     );
-    this.inspector = new LockInspector(this);
     const { redlock } = options;
     this.redlockMasters =
       redlock &&
