@@ -32,7 +32,7 @@ export class LockService {
    * All-or-nothing over several locks of any kind (a multi-lock given here adds its members),
    * taken in a stable order so two multi-locks over overlapping sets never deadlock.
    */
-  getMultiLock(...locks: Lock[]): Lock {
+  getMultiLock(...locks: Lock[]): MultiLock {
     return new MultiLock(
       locks.flatMap((lock, i) => {
         if (lock instanceof MultiLock) return lock.locks;

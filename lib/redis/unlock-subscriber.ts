@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { CONNECTION_ERROR_DEBUG, SUBSCRIBE_FAILED, SUBSCRIBER_CLOSED } from '../lock.messages';
 import { isCluster, type RedisClient } from './redis-client';
 import { Waiter } from './waiter';
 
@@ -53,7 +54,7 @@ export class UnlockSubscriber {
       this.deliver(channel, message),
     );
     // Errors surface through the waits' own timeouts; an unhandled 'error' event would crash the process.
-    connection.on('error', (error: Error) => this.logger.debug?.(`subscriber: ${error.message}`));
+    connection.on('error', (error: Error) => this.logger.debug?.(CONNECTION_ERROR_DEBUG('subscriber', error.message)));
     // Back from a disconnection, unlock messages may have been missed (or Redis restarted empty):
     // every waiter retries now instead of sleeping out its lock's TTL.
     connection.on('ready', () => this.wakeAll());
@@ -62,7 +63,7 @@ export class UnlockSubscriber {
       // unrequested SUNSUBSCRIBE, which ioredis reports as a node error) is re-subscribed on the
       // slot's new owner once the slot map is re-read: do it now rather than at the next interval.
       connection.on('nodeError', (error: Error) => {
-        this.logger.debug?.(`subscriber shard: ${error.message}`);
+        this.logger.debug?.(CONNECTION_ERROR_DEBUG('subscriber shard', error.message));
         connection.refreshSlotsCache();
       });
     }
@@ -123,7 +124,7 @@ export class UnlockSubscriber {
   async join(channel: string): Promise<Waiter> {
     const waiter = this.seat(channel);
     try {
-      if (!(await this.subscribed(waiter, Number.MAX_SAFE_INTEGER))) throw new Error(`SUBSCRIBE ${channel} failed`);
+      if (!(await this.subscribed(waiter, Number.MAX_SAFE_INTEGER))) throw new Error(SUBSCRIBE_FAILED(channel));
     } catch (error) {
       this.leave(waiter);
       throw error;
@@ -175,7 +176,7 @@ export class UnlockSubscriber {
       },
       (error: Error) => {
         if (seats.pending === pending) seats.pending = undefined;
-        this.logger.debug?.(`subscribe ${channel}: ${error.message}`);
+        this.logger.debug?.(CONNECTION_ERROR_DEBUG(`subscribe ${channel}`, error.message));
         return false;
       },
     );
@@ -222,7 +223,7 @@ export class UnlockSubscriber {
   private unsubscribe(channel: string): void {
     const connection = this.connection as RedisClient & { sunsubscribe(channel: string): Promise<unknown> };
     (this.sharded ? connection.sunsubscribe(channel) : connection.unsubscribe(channel)).catch((error: Error) =>
-      this.logger.debug?.(`unsubscribe ${channel}: ${error.message}`),
+      this.logger.debug?.(CONNECTION_ERROR_DEBUG(`unsubscribe ${channel}`, error.message)),
     );
   }
 
@@ -238,7 +239,7 @@ export class UnlockSubscriber {
       const onEnd = (): void => {
         this.connection.off('ready', onReady);
         this.ready = undefined;
-        reject(new Error('The lock subscriber connection was closed'));
+        reject(new Error(SUBSCRIBER_CLOSED));
       };
       this.connection.once('ready', onReady);
       this.connection.once('end', onEnd);

@@ -1,7 +1,7 @@
 import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { LockShutdownError, type LockUnavailableError } from '../errors';
-import { CONNECTION_FAILED, SHUTDOWN_RELEASE_FAILED } from '../lock.messages';
+import { CONNECTION_ERROR_DEBUG, CONNECTION_FAILED, SHUTDOWN_RELEASE_FAILED, SHUTDOWN_RELEASE_TIMED_OUT } from '../lock.messages';
 import { isRedisClient, RedisConnectionOption, ResolvedLockOptions } from '../lock.options';
 import { boundedAttempt, boundedCall, type CallTicket } from '../redis/bounded-call';
 import { LockKeys } from '../redis/lock-keys';
@@ -166,7 +166,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   onApplicationBootstrap(): void {
     if (this.ownsClient && this.client.status === 'wait') {
       // The 'error' event names the address and the cause; connect()'s rejection only says it closed.
-      this.client.connect().catch((error: Error) => this.logger.debug?.(`commands: ${error.message}`));
+      this.client.connect().catch((error: Error) => this.logger.debug?.(CONNECTION_ERROR_DEBUG('commands', error.message)));
     }
     this.redlockMasters?.connect();
     // Registered once, then kept alive by every watchdog round (nothing is written per acquisition).
@@ -196,7 +196,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   /** Logs the first failure of a connection the library opened, with its address and cause. */
   private connectionFailed(error: Error): void {
     if (this.connectionFailureLogged) {
-      this.logger.debug?.(`commands: ${error.message}`);
+      this.logger.debug?.(CONNECTION_ERROR_DEBUG('commands', error.message));
       return;
     }
     this.connectionFailureLogged = true;
@@ -216,7 +216,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
         Promise.all(releases),
         new Promise((_, reject) => {
           const budget = this.options.commandTimeout;
-          timer = setTimeout(() => reject(new Error(`timed out after ${budget} ms`)), budget);
+          timer = setTimeout(() => reject(new Error(SHUTDOWN_RELEASE_TIMED_OUT(budget))), budget);
         }),
       ]);
     } catch (error) {
