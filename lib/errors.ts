@@ -1,14 +1,20 @@
+import {
+  LOCK_NOT_ACQUIRED,
+  LOCK_NOT_HELD,
+  LOCK_UNAVAILABLE,
+  LOCK_UPGRADE_DEADLOCK,
+  LOCK_WAS_LOST,
+  LOST_RENEWAL_FOUND_GONE,
+  MODULE_SHUTTING_DOWN,
+  NO_ANSWER,
+} from './lock.messages';
+
 /** Base class of every error the library throws on purpose. */
 export class LockError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
   }
-}
-
-/** Names a lock in messages: one name or the names of a multi-lock. */
-function describe(lockName: string | readonly string[]): string {
-  return Array.isArray(lockName) ? `[${lockName.map((n) => `"${n}"`).join(', ')}]` : `"${lockName}"`;
 }
 
 /**
@@ -21,14 +27,14 @@ export class LockTimeoutError extends LockError {
     readonly lockName: string | readonly string[],
     readonly waitTime: number,
   ) {
-    super(`Lock ${describe(lockName)} was not acquired within ${waitTime} ms`);
+    super(LOCK_NOT_ACQUIRED(lockName, waitTime));
   }
 }
 
 /** `unlock()` by an owner that does not hold the lock (never held it, released it, or lost it). */
 export class LockNotHeldError extends LockError {
   constructor(readonly lockName: string) {
-    super(`Lock "${lockName}" is not held by the current owner`);
+    super(LOCK_NOT_HELD(lockName));
   }
 }
 
@@ -36,9 +42,9 @@ export class LockNotHeldError extends LockError {
 export class LockLostError extends LockError {
   constructor(
     readonly lockName: string,
-    reason = 'renewal found it no longer held',
+    reason = LOST_RENEWAL_FOUND_GONE,
   ) {
-    super(`Lock "${lockName}" was lost: ${reason}`);
+    super(LOCK_WAS_LOST(lockName, reason));
   }
 }
 
@@ -48,10 +54,7 @@ export class KeyTemplateError extends LockError {}
 /** A write lock asked by an owner that holds only the read lock of the same name: a certain deadlock. */
 export class LockUpgradeError extends LockError {
   constructor(readonly lockName: string) {
-    super(
-      `Write lock "${lockName}" was requested while holding only its read lock; ` +
-        'upgrading would deadlock: release the read lock first',
-    );
+    super(LOCK_UPGRADE_DEADLOCK(lockName));
   }
 }
 
@@ -68,18 +71,24 @@ export class LockUnavailableError extends LockError {
     /** Whole seconds after which a retry makes sense (the HTTP filter's `Retry-After`). */
     readonly retryAfter = 1,
   ) {
-    super(`Lock ${describe(lockName)} is unavailable: Redis ${causeText(cause)}`, { cause });
+    super(LOCK_UNAVAILABLE(lockName, cause instanceof Error ? cause.message : String(cause), cause instanceof NoAnswerError), { cause });
   }
 }
 
-function causeText(cause: unknown): string {
-  const message = cause instanceof Error ? cause.message : String(cause);
-  return message.startsWith('no answer') ? `gave ${message}` : `failed: ${message}`;
+/**
+ * Internal: the `cause` of a `LockUnavailableError` (or the rejection of a bounded call) when Redis
+ * did not answer within `timeoutMs`: no Redis error exists to show, and the type says so.
+ */
+export class NoAnswerError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(NO_ANSWER(timeoutMs));
+    this.name = 'NoAnswerError';
+  }
 }
 
 /** A wait interrupted because the LockModule is shutting down. */
 export class LockShutdownError extends LockError {
   constructor(readonly lockName?: string) {
-    super(lockName ? `LockModule is shutting down: wait for "${lockName}" cancelled` : 'LockModule is shutting down');
+    super(MODULE_SHUTTING_DOWN(lockName));
   }
 }

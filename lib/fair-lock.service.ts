@@ -1,8 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Lock, LockRunContext, RunOptions } from './locks/lock';
 import { FairLock } from './locks/fair-lock';
-import { checkLockName } from './lock.service';
+import { checkLockName } from './validators';
 import { LockEngine } from './runtime/lock-engine';
+import { LockInspector } from './introspection/lock-inspector';
 import { runNamed } from './runtime/run-locked';
 import type { LockInfo } from './introspection/lock-info';
 
@@ -12,7 +13,10 @@ import type { LockInfo } from './introspection/lock-info';
  */
 @Injectable()
 export class FairLockService {
-  constructor(@Inject(LockEngine) private readonly engine: LockEngine) {}
+  constructor(
+    @Inject(LockEngine) private readonly engine: LockEngine,
+    @Inject(LockInspector) private readonly inspector: LockInspector,
+  ) {}
 
   /**
    * The fair lock `name`. Inside a `run` (or decorated method) that holds `name`, the object shares
@@ -40,7 +44,7 @@ export class FairLockService {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.engine.inspector.inspectLock(name, 'fair');
+    return this.inspector.inspectLock(name, 'fair');
   }
 
   /**

@@ -6,12 +6,13 @@ export { FairLockService } from './fair-lock.service';
 export { ReadWriteLockService } from './read-write-lock.service';
 export type { ReadWriteLock } from './locks/read-write-lock';
 export { SemaphoreService } from './semaphores/semaphore.service';
-export { Semaphore, Permit } from './semaphores/semaphore';
+export type { Semaphore, Permit } from './semaphores/semaphore';
 export type { AcquireOptions, SemaphoreOptions, SemaphoreRunOptions, SemaphoreInfo } from './semaphores/semaphore';
 export { SemaphoreLimitError } from './semaphores/semaphore-errors';
 export { DistributedSemaphore } from './decorators/distributed-semaphore.decorator';
 export type { DistributedSemaphoreOptions } from './decorators/semaphore-method';
 export type { Lock, LockOptions, TryLockOptions, RunOptions, LockRunContext } from './locks/lock';
+export type { MultiLock } from './locks/multi-lock';
 export { DistributedLock, FairLock, ReadLock, WriteLock } from './decorators/distributed-lock.decorator';
 export { LockContext } from './decorators/lock-context.decorator';
 export type {

@@ -19,6 +19,41 @@ export const INVALID_OPTION = (option: string, expected: string, value: unknown)
 export const UNKNOWN_OPTION = (option: string, known: readonly string[]): string =>
   `LockModule option "${option}" is not a known option (known: ${known.join(', ')})`;
 
+// --- the errors' own texts (errors.ts) ---
+
+/** Names a lock in messages: one name, or the names of a multi-lock. */
+const lockNames = (lockName: string | readonly string[]): string =>
+  Array.isArray(lockName) ? `[${lockName.map((n) => `"${n}"`).join(', ')}]` : `"${lockName}"`;
+
+export const LOCK_NOT_ACQUIRED = (lockName: string | readonly string[], waitTime: number): string =>
+  `Lock ${lockNames(lockName)} was not acquired within ${waitTime} ms`;
+
+export const LOCK_NOT_HELD = (name: string): string => `Lock "${name}" is not held by the current owner`;
+
+export const LOCK_WAS_LOST = (name: string, reason: string): string => `Lock "${name}" was lost: ${reason}`;
+
+export const LOCK_UPGRADE_DEADLOCK = (name: string): string =>
+  `Write lock "${name}" was requested while holding only its read lock; ` +
+  'upgrading would deadlock: release the read lock first';
+
+/** `noAnswer`: Redis said nothing in time, so `cause` is a timeout, not an error Redis gave. */
+export const LOCK_UNAVAILABLE = (lockName: string | readonly string[], cause: string, noAnswer: boolean): string =>
+  `Lock ${lockNames(lockName)} is unavailable: Redis ${noAnswer ? `gave ${cause}` : `failed: ${cause}`}`;
+
+export const MODULE_SHUTTING_DOWN = (name?: string): string =>
+  name ? `LockModule is shutting down: wait for "${name}" cancelled` : 'LockModule is shutting down';
+
+export const SEMAPHORE_LIMIT_MISMATCH = (name: string, permits: number, storedPermits: number): string =>
+  `Semaphore "${name}" is in use with permits: ${storedPermits}, but was asked with permits: ${permits}; ` +
+  'every caller must use the same limit (it can change once nobody holds or waits for the semaphore)';
+
+// --- why a held lock was lost (LockLostError's reason) ---
+
+export const LOST_RENEWAL_FOUND_GONE = 'renewal found it no longer held';
+export const LOST_LEASE_TIME_RAN_OUT = 'its leaseTime ran out';
+export const LOST_LEASE_RAN_OUT_UNRENEWED = 'its lease ran out before it was renewed (process paused or Redis unreachable)';
+export const LOST_RENEWALS_FAILED = 'renewals failed until its lease ran out';
+
 export const LOCK_LOST = (name: string, reason: string): string =>
   `Lock "${name}" was lost (${reason}); its holder's signal is aborted`;
 
@@ -39,6 +74,11 @@ export const INVALID_LOCK_NAME = (value: unknown): string =>
 
 export const INVALID_TIME = (what: string, value: unknown): string =>
   `${what} must be a non-negative number of milliseconds (got ${show(value)})`;
+
+export const INVALID_PERMITS = (value: unknown): string => `permits must be a whole number >= 1 (got ${String(value)})`;
+
+export const INVALID_TAKE = (permits: number, take: unknown): string =>
+  `take must be a whole number from 1 to the semaphore's permits (${permits}) (got ${String(take)})`;
 
 // --- decorators and key templates ---
 
@@ -173,6 +213,29 @@ export const NOT_CONNECTED = (status: string): string => `not connected (${statu
 
 export const NO_ANSWER = (timeoutMs: number): string => `no answer within ${timeoutMs} ms`;
 
+/** A pipelined renewal that came back without its reply. */
+export const RENEWAL_NO_REPLY = 'no reply';
+
+export const SHUTDOWN_RELEASE_TIMED_OUT = (budgetMs: number): string => `timed out after ${budgetMs} ms`;
+
+/** Debug line of a connection's error event (`what`: the connection or the command, as `commands`). */
+export const CONNECTION_ERROR_DEBUG = (what: string, message: string): string => `${what}: ${message}`;
+
+export const SUBSCRIBE_FAILED = (channel: string): string => `SUBSCRIBE ${channel} failed`;
+
+export const SUBSCRIBER_CLOSED = 'The lock subscriber connection was closed';
+
+export const LUA_SCRIPT_MISSING = (name: string): string =>
+  `No Lua script named '${name}' in the library's generated sources (lua/${name}.lua); ` +
+  'run `node scripts/generate-lua.js` after adding a script';
+
+// --- health indicator (nestjs-redis-locks/terminus) ---
+
+export const HEALTH_PING_FAILED = (cause: string): string => `Redis did not answer PING: ${cause}`;
+
+export const HEALTH_RENEWALS_FAILING = (failingMs: number, leaseMs: number): string =>
+  `Lock renewals have failed for ${failingMs} ms (lease ${leaseMs} ms)`;
+
 export const CONNECTION_FAILED = (address: string, cause: string): string =>
   `Redis connection to ${address} failed (${cause}); the application starts anyway, and locks answer ` +
   'LockUnavailableError until Redis is reachable';
@@ -181,6 +244,3 @@ export const LOCK_CONTEXT_ON_CONSTRUCTOR = (className: string): string =>
   `@LockContext() marks a method parameter; it was put on a constructor parameter of ${className}`;
 
 export const REQUEST_CLOSED = 'The client closed the request while it waited for a lock';
-
-export const INVALID_TAKE = (permits: number, take: unknown): string =>
-  `take must be a whole number from 1 to the semaphore's permits (${permits}) (got ${String(take)})`;

@@ -4,6 +4,7 @@ import { LockExplorer } from './decorators/lock-explorer';
 import { LockErrorFilter } from './http/lock-error.filter';
 import { LockRequestInterceptor } from './http/lock-request.interceptor';
 import { LOCK_MODULE_OPTIONS, ConfigurableLockModule, RESOLVED_LOCK_OPTIONS } from './lock.module-definition';
+import { LockInspector } from './introspection/lock-inspector';
 import { LockModuleOptions, resolveLockOptions, ResolvedLockOptions } from './lock.options';
 import { LockService } from './lock.service';
 import { FairLockService } from './fair-lock.service';
@@ -27,6 +28,11 @@ import { SemaphoreService } from './semaphores/semaphore.service';
       provide: LockEngine,
       inject: [RESOLVED_LOCK_OPTIONS],
       useFactory: (options: ResolvedLockOptions) => new LockEngine(options),
+    },
+    {
+      provide: LockInspector,
+      inject: [LockEngine],
+      useFactory: (engine: LockEngine) => new LockInspector(engine),
     },
     LockService,
     FairLockService,

@@ -1,23 +1,24 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LockError } from './errors';
-import { INVALID_LOCK_NAME, MULTI_LOCK_FOREIGN_MEMBER, REDLOCK_NOT_CONFIGURED } from './lock.messages';
+import { MULTI_LOCK_FOREIGN_MEMBER, REDLOCK_NOT_CONFIGURED } from './lock.messages';
 import type { Lock, LockRunContext, RunOptions } from './locks/lock';
 import { MultiLock } from './locks/multi-lock';
 import { isOwnedLock } from './locks/owned-lock';
 import { RedLock } from './locks/red-lock';
 import { ReentrantLock } from './locks/reentrant-lock';
 import { LockEngine } from './runtime/lock-engine';
+import { LockInspector } from './introspection/lock-inspector';
 import { runNamed } from './runtime/run-locked';
 import type { ListLocksOptions, LockInfo } from './introspection/lock-info';
-
-export function checkLockName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || name.length === 0) throw new TypeError(INVALID_LOCK_NAME(name));
-}
+import { checkLockName } from './validators';
 
 /** Reentrant locks, multi-locks and RedLock, plus `run` for the common acquire/work/release shape. */
 @Injectable()
 export class LockService {
-  constructor(@Inject(LockEngine) private readonly engine: LockEngine) {}
+  constructor(
+    @Inject(LockEngine) private readonly engine: LockEngine,
+    @Inject(LockInspector) private readonly inspector: LockInspector,
+  ) {}
 
   /**
    * The reentrant lock `name`. Inside a `run` (or decorated method) that holds `name`, the object
@@ -31,7 +32,7 @@ export class LockService {
    * All-or-nothing over several locks of any kind (a multi-lock given here adds its members),
    * taken in a stable order so two multi-locks over overlapping sets never deadlock.
    */
-  getMultiLock(...locks: Lock[]): Lock {
+  getMultiLock(...locks: Lock[]): MultiLock {
     return new MultiLock(
       locks.flatMap((lock, i) => {
         if (lock instanceof MultiLock) return lock.locks;
@@ -74,7 +75,7 @@ export class LockService {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.engine.inspector.inspectLock(name, 'reentrant');
+    return this.inspector.inspectLock(name, 'reentrant');
   }
 
   /**
@@ -82,7 +83,7 @@ export class LockService {
    * cluster), as `inspect` describes it; `match` filters the names (`'order:*'`).
    */
   list(options?: ListLocksOptions): AsyncIterable<LockInfo> {
-    return this.engine.inspector.list(options);
+    return this.inspector.list(options);
   }
 
   /**

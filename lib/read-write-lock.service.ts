@@ -2,15 +2,19 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { LockRunContext, RunOptions } from './locks/lock';
 import { ReadWriteLock } from './locks/read-write-lock';
 import { ReadWriteLockView, type ReadWriteMode } from './locks/read-write-lock-view';
-import { checkLockName } from './lock.service';
+import { checkLockName } from './validators';
 import { LockEngine } from './runtime/lock-engine';
+import { LockInspector } from './introspection/lock-inspector';
 import { runNamed } from './runtime/run-locked';
 import type { LockInfo } from './introspection/lock-info';
 
 /** Read-write locks: many readers at once, or one writer. */
 @Injectable()
 export class ReadWriteLockService {
-  constructor(@Inject(LockEngine) private readonly engine: LockEngine) {}
+  constructor(
+    @Inject(LockEngine) private readonly engine: LockEngine,
+    @Inject(LockInspector) private readonly inspector: LockInspector,
+  ) {}
 
   /**
    * The read-write lock `name`: `{ readLock(), writeLock() }`, both owned by this object (or, inside
@@ -50,7 +54,7 @@ export class ReadWriteLockService {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.engine.inspector.inspectReadWrite(name);
+    return this.inspector.inspectReadWrite(name);
   }
 
   /**

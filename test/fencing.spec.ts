@@ -93,4 +93,19 @@ describe('fencing tokens', () => {
     expect(Object.keys(tokens).sort()).toEqual([a, b].sort());
     expect(Object.values(tokens).every(Number.isSafeInteger)).toBe(true);
   });
+
+  it("getMultiLock's getFencingTokens() (typed without a cast): each held member's token", async () => {
+    const locks = app.get(LockService);
+    const [a, b] = [fresh(), fresh()];
+    const multi = locks.getMultiLock(locks.getLock(a), locks.getLock(b));
+    await multi.lock();
+    try {
+      const tokens = multi.getFencingTokens();
+      expect(Object.keys(tokens).sort()).toEqual([a, b].sort());
+      expect(multi.getFencingToken()).toBeUndefined();
+    } finally {
+      await multi.unlock();
+    }
+    expect(multi.getFencingTokens()).toEqual({});
+  });
 });

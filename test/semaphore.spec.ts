@@ -5,11 +5,12 @@ import {
   LockNotHeldError,
   LockTimeoutError,
   LockUnavailableError,
-  Permit,
   SemaphoreLimitError,
   SemaphoreService,
 } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
+// The public API exports Permit as a type only; the class itself is for instanceof here.
+import { Permit } from '../lib/semaphores/semaphore';
 import { createLockApp, deferred, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 

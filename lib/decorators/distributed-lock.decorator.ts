@@ -4,7 +4,7 @@ import type { DistributedLockOptions, LockKey, ModeLockOptions } from './distrib
 import { bindingOf } from './lock-bindings';
 import { LockedMethod } from './locked-method';
 import { lockContextParameter } from './lock-context.decorator';
-import { requestSignal } from '../http/request-signal';
+import { requestSignal } from '../runtime/request-signal';
 
 /** Reflect metadata key under which a locked method's wrapper carries its `LockedMethod`. */
 export const LOCKED_METHOD = Symbol('nestjs-redis-locks:locked-method');

@@ -6,7 +6,9 @@ import type { ReadWriteLockService } from '../read-write-lock.service';
 import type { SemaphoreRunOptions } from '../semaphores/semaphore';
 import type { SemaphoreService } from '../semaphores/semaphore.service';
 import type { LockMode } from './distributed-lock.options';
-import type { LockNames } from './locked-method';
+
+/** The lock keys of one call: one name, or several taken together as a multi-lock. */
+export type LockNames = string | readonly string[];
 
 /**
  * The lock services of one LockModule instance, as a decorated method finds them at call time. Each

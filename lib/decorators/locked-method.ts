@@ -7,15 +7,12 @@ import {
   KEY_FUNCTION_BAD_RESULT,
 } from '../lock.messages';
 import type { LockRunContext, RunOptions } from '../locks/lock';
-import type { LockBinding } from './lock-binding';
+import type { LockBinding, LockNames } from './lock-binding';
 import { DistributedLockOptions, LOCK_MODES, LockKey, LockMode } from './distributed-lock.options';
 import { compileKeyTemplate, KeyBuilder } from './key-template';
 import { declaredParameters } from './parameter-names';
 
 const KNOWN_OPTIONS = ['mode', 'waitTime', 'leaseTime'];
-
-/** The lock keys of one call: one name, or several taken together as a multi-lock. */
-export type LockNames = string | readonly string[];
 
 /**
  * What `@DistributedLock` knows about one method, worked out once at decoration time: the compiled

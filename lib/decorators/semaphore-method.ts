@@ -1,8 +1,8 @@
 import { KeyTemplateError } from '../errors';
 import { DECORATOR_BAD_KEY, DECORATOR_BAD_OPTION, SEMAPHORE_KEY_SEVERAL } from '../lock.messages';
 import type { LockRunContext, RunOptions } from '../locks/lock';
-import type { LockBinding } from './lock-binding';
-import { LockedMethod, LockNames } from './locked-method';
+import type { LockBinding, LockNames } from './lock-binding';
+import { LockedMethod } from './locked-method';
 import type { LockKey } from './distributed-lock.options';
 
 /** Options of `@DistributedSemaphore`. */

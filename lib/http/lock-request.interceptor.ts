@@ -2,7 +2,7 @@ import { CallHandler, ExecutionContext, HttpException, Injectable, NestIntercept
 import { Observable } from 'rxjs';
 import { lockedMethodOf } from '../decorators/distributed-lock.decorator';
 import { REQUEST_CLOSED } from '../lock.messages';
-import { runWithRequestSignal } from './request-signal';
+import { runWithRequestSignal } from '../runtime/request-signal';
 
 /** Status of the (never delivered) answer to a request whose client went away (nginx's 499). */
 const CLIENT_CLOSED_REQUEST = 499;

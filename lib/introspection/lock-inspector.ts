@@ -1,9 +1,8 @@
 import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
-import { withTimeout } from '../redis/bounded-call';
-import type { LockEngine } from '../runtime/lock-engine';
-import { clientIdOf, parseInstance } from './instance-registry';
+import { withTimeout, type CallTicket } from '../redis/bounded-call';
+import { clientIdOf, parseInstance, type InstanceRegistry } from './instance-registry';
 import type { ListLocksOptions, LockHolderInfo, LockInfo, LockInstanceInfo, LockWaiterInfo } from './lock-info';
 
 const scripts = {
@@ -16,13 +15,26 @@ const DEFAULT_SCAN_COUNT = 100;
 type Instances = Map<string, LockInstanceInfo>;
 
 /**
+ * The little the inspector reads from the module's engine (which satisfies it as is): the inspector
+ * sits above the engine and the engine knows nothing of it.
+ */
+export interface InspectionSource {
+  readonly client: RedisClient;
+  readonly keys: LockKeys;
+  readonly instances: InstanceRegistry;
+  readonly options: { readonly keyPrefix: string; readonly commandTimeout: number };
+  /** One Redis call bounded by `commandTimeout`, a failure becoming a `LockUnavailableError`. */
+  call<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T>;
+}
+
+/**
  * `inspect` and `list` (DESIGN §10): one script call per lock reads its holders, counts, modes,
  * lease, fencing token and fair line, and (on a standalone server or Sentinel) the holders'
  * instance identities too; on a cluster, whose instance keys live in other slots, unknown
  * identities cost one more lookup.
  */
 export class LockInspector {
-  constructor(private readonly engine: LockEngine) {}
+  constructor(private readonly engine: InspectionSource) {}
 
   /** A reentrant or fair lock (they share the hash); `kind` is what the asking service calls it. */
   async inspectLock(name: string, kind: 'reentrant' | 'fair'): Promise<LockInfo> {

@@ -2,10 +2,11 @@ import { LockError, LockUnavailableError } from '../errors';
 import { INVALID_TIME, NOT_CONNECTED, REPLICAS_NOT_SYNCED } from '../lock.messages';
 import { boundedCall, type CallTicket } from '../redis/bounded-call';
 import { waitForReplicas } from '../redis/replica-sync';
-import type { Sleeper, Waiter } from '../redis/unlock-subscriber';
+import type { Sleeper, Waiter } from '../redis/waiter';
 import { reasonAsError, type Cancellation } from '../runtime/cancellation';
 import type { LockEngine } from '../runtime/lock-engine';
 import { isDown } from '../redis/redis-client';
+import { checkTime } from '../validators';
 import type { LockOptions } from './lock';
 
 /** A granted attempt: its fencing token (none for a read lock), and when its lease began if not now. */
@@ -89,14 +90,6 @@ export function attemptOnConnection(
 ): Promise<AttemptOutcome> {
   if (isDown(engine.client)) return Promise.resolve(new LockUnavailableError(name, new Error(NOT_CONNECTED(engine.client.status))));
   return engine.attempt(name, work);
-}
-
-/** Throws a `RangeError` naming `what` unless `value` is a time in ms (>= 0; Infinity when allowed). */
-export function checkTime(what: string, value: number | undefined, allowInfinity: boolean): void {
-  if (value === undefined) return;
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowInfinity && !Number.isFinite(value))) {
-    throw new RangeError(INVALID_TIME(what, value));
-  }
 }
 
 /** Validates an acquisition's times: throws a `RangeError` naming the bad one. */

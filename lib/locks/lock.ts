@@ -1,3 +1,6 @@
+// The run context is the owner context's notion (runtime/), re-exported here with the other lock types.
+export type { LockRunContext } from '../runtime/run-context';
+
 /** Options of `lock()`. */
 export interface LockOptions {
   /** Lease in ms: the lock expires by itself and is never renewed. Omit it to let the watchdog renew. */
@@ -24,21 +27,6 @@ export interface TryLockOptions extends LockOptions {
 export interface RunOptions extends LockOptions {
   /** How long to wait for the lock, in ms. Default: the module's `defaultWaitTime`. */
   waitTime?: number;
-}
-
-/** What `run()` hands to the protected function. */
-export interface LockRunContext {
-  /** The lock's name (the names, for a multi-lock). */
-  readonly name: string | readonly string[];
-  /** Aborted with a `LockLostError` if the lock is lost while `fn` runs. */
-  readonly signal: AbortSignal;
-  /**
-   * The acquisition's fencing token: pass it to the storage you write to and let it refuse a smaller
-   * one. `undefined` for a read lock and for a multi-lock (see `fencingTokens`).
-   */
-  readonly fencingToken: number | undefined;
-  /** A multi-lock's tokens, by member name (members without a token, such as read locks, are left out). */
-  readonly fencingTokens?: Readonly<Record<string, number>>;
 }
 
 /** A distributed lock, whatever its kind. */

@@ -10,9 +10,11 @@ import type { OwnedLock } from './owned-lock';
  * released.
  */
 export class MultiLock implements Lock {
+  /** @internal The members, deduplicated, in the order they are taken. */
   readonly locks: readonly OwnedLock[];
   readonly kind = 'multi';
 
+  /** @internal Built by `LockService.getMultiLock` and the run helpers. */
   constructor(
     locks: readonly OwnedLock[],
     /** The module's telemetry: the multi-lock's acquisition is measured as one (kind `multi`). */

@@ -1,5 +1,4 @@
-import { LockError, LockUnavailableError } from '../errors';
-import { NO_ANSWER } from '../lock.messages';
+import { LockError, LockUnavailableError, NoAnswerError } from '../errors';
 
 /**
  * Handed to one Redis call: `expired` turns true when the caller stops waiting for it, so the call
@@ -63,7 +62,7 @@ class CallDeadlines {
       }
       this.inFlight.delete(call);
       call.expired = true;
-      call.unavailable(new LockUnavailableError(call.lockName, new Error(NO_ANSWER(this.timeoutMs)), retryAfterSeconds(this.timeoutMs)));
+      call.unavailable(new LockUnavailableError(call.lockName, new NoAnswerError(this.timeoutMs), retryAfterSeconds(this.timeoutMs)));
     }
   }
 }
@@ -138,7 +137,7 @@ export function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   return Promise.race([
     work,
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(NO_ANSWER(ms))), ms);
+      timer = setTimeout(() => reject(new NoAnswerError(ms)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { LUA_SCRIPT_MISSING } from '../lock.messages';
 import { LUA_SOURCES } from './lua-sources.generated';
 import type { CallTicket } from './bounded-call';
 import type { RedisClient } from './redis-client';
@@ -31,10 +32,7 @@ export class LuaScript {
     if (!script) {
       const source = Object.prototype.hasOwnProperty.call(LUA_SOURCES, name) ? LUA_SOURCES[name] : undefined;
       if (source === undefined) {
-        throw new Error(
-          `No Lua script named '${name}' in the library's generated sources (lua/${name}.lua); ` +
-            'run `node scripts/generate-lua.js` after adding a script',
-        );
+        throw new Error(LUA_SCRIPT_MISSING(name));
       }
       script = new LuaScript(name, source);
       LuaScript.cache.set(name, script);

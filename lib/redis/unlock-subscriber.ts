@@ -1,5 +1,7 @@
 import { Logger } from '@nestjs/common';
+import { CONNECTION_ERROR_DEBUG, SUBSCRIBE_FAILED, SUBSCRIBER_CLOSED } from '../lock.messages';
 import { isCluster, type RedisClient } from './redis-client';
+import { Waiter } from './waiter';
 
 /** Payload of an unlock message: how many local waiters the release can admit. */
 export const WAKE_ONE = 'one';
@@ -10,202 +12,6 @@ export type UnlockMessage = typeof WAKE_ONE | typeof WAKE_ALL;
  * process they wait: a semaphore's release wakes exactly the waiters its freed permits admit.
  */
 export const WAKE_IDS = 'ids:';
-
-/**
- * The sleep deadlines of every waiter of the process: one timer, armed for the earliest deadline,
- * over a min-heap of sleeping waiters (each knows its place, so a wake removes it in O(log n)),
- * instead of one `setTimeout` per sleeping waiter. A waiter still wakes no earlier than its
- * deadline and about when it passes.
- */
-class SleepDeadlines {
-  private readonly heap: Waiter[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  /** The deadline the timer is armed for. */
-  private armedFor = Number.POSITIVE_INFINITY;
-  private readonly fire = (): void => this.expire();
-
-  add(waiter: Waiter): void {
-    waiter.heapIndex = this.heap.length;
-    this.heap.push(waiter);
-    this.up(waiter.heapIndex);
-    if (waiter.wakeAt < this.armedFor) this.arm(waiter.wakeAt);
-  }
-
-  remove(waiter: Waiter): void {
-    const index = waiter.heapIndex;
-    if (index < 0) return;
-    waiter.heapIndex = -1;
-    const last = this.heap.pop()!;
-    if (last !== waiter) {
-      this.heap[index] = last;
-      last.heapIndex = index;
-      this.down(index);
-      this.up(last.heapIndex);
-    }
-    // The timer stays armed: when it fires for nobody, it re-arms for the new earliest deadline.
-    if (this.heap.length === 0) this.disarm();
-  }
-
-  private expire(): void {
-    this.timer = undefined;
-    this.armedFor = Number.POSITIVE_INFINITY;
-    const now = Date.now();
-    while (this.heap.length > 0 && this.heap[0].wakeAt <= now) this.heap[0].deadlinePassed();
-    if (this.heap.length > 0) this.arm(this.heap[0].wakeAt);
-  }
-
-  private arm(at: number): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.armedFor = at;
-    this.timer = setTimeout(this.fire, Math.max(1, at - Date.now()));
-  }
-
-  private disarm(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.armedFor = Number.POSITIVE_INFINITY;
-  }
-
-  private up(index: number): void {
-    const { heap } = this;
-    const waiter = heap[index];
-    while (index > 0) {
-      const parentIndex = (index - 1) >> 1;
-      const parent = heap[parentIndex];
-      if (parent.wakeAt <= waiter.wakeAt) break;
-      heap[index] = parent;
-      parent.heapIndex = index;
-      index = parentIndex;
-    }
-    heap[index] = waiter;
-    waiter.heapIndex = index;
-  }
-
-  private down(index: number): void {
-    const { heap } = this;
-    const waiter = heap[index];
-    const half = heap.length >> 1;
-    while (index < half) {
-      let child = 2 * index + 1;
-      const right = child + 1;
-      if (right < heap.length && heap[right].wakeAt < heap[child].wakeAt) child = right;
-      if (heap[child].wakeAt >= waiter.wakeAt) break;
-      heap[index] = heap[child];
-      heap[index].heapIndex = index;
-      index = child;
-    }
-    heap[index] = waiter;
-    waiter.heapIndex = index;
-  }
-}
-
-const sleepDeadlines = new SleepDeadlines();
-
-/** Told how a waiter's sleep ended (see `Waiter.sleepThen`). */
-export interface Sleeper {
-  /** Woken by a release, or the sleep's time is up. */
-  woke(): void;
-  /** The waiter was cancelled (an aborted signal, shutdown). */
-  failed(error: Error): void;
-}
-
-/**
- * One waiter's seat on a channel. A wake that arrives while the waiter is busy retrying is kept
- * (`pendingWake`) so the next sleep ends at once: no release is missed between attempts. A
- * sleeping waiter costs its seat and its sleeper: no timer, promise or closure of its own.
- */
-export class Waiter {
-  pendingWake = false;
-  /** The seats of one channel are a doubly linked list: leaving is O(1) with any number of waiters. */
-  prev: Waiter | undefined = undefined;
-  next: Waiter | undefined = undefined;
-  /** While sleeping: when the sleep ends at the latest, and the waiter's place in the deadline heap. */
-  wakeAt = 0;
-  heapIndex = -1;
-  private sleeper: Sleeper | undefined;
-  /** Rejects the bounded wait of `waitFor` in progress. */
-  private fail: ((error: Error) => void) | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private cancelledWith: Error | undefined;
-
-  constructor(
-    readonly channel: string,
-    /** Set for a waiter that a `WAKE_IDS` message can name (a semaphore waiter's permit id). */
-    readonly id?: string,
-  ) {}
-
-  get sleeping(): boolean {
-    return this.sleeper !== undefined;
-  }
-
-  /**
-   * Sleeps until a wake or for `ms`, whichever is first, then tells `sleeper` (at once when a wake
-   * is already pending or the waiter was cancelled).
-   */
-  sleepThen(ms: number, sleeper: Sleeper): void {
-    if (this.cancelledWith) return sleeper.failed(this.cancelledWith);
-    if (this.pendingWake) {
-      this.pendingWake = false;
-      return sleeper.woke();
-    }
-    this.sleeper = sleeper;
-    this.wakeAt = Date.now() + ms;
-    sleepDeadlines.add(this);
-  }
-
-  /** Resolves on a wake or after `ms`, whichever is first. */
-  sleep(ms: number): Promise<void> {
-    return new Promise<void>((resolve, reject) => this.sleepThen(ms, { woke: resolve, failed: reject }));
-  }
-
-  /** The sleep's deadline passed (called by the shared deadline timer). */
-  deadlinePassed(): void {
-    this.settle();
-  }
-
-  /**
-   * Resolves with `work`'s outcome, or `fallback` after `ms`; rejects if the waiter is cancelled
-   * meanwhile. A wake that arrives meanwhile is kept for the next `sleep`.
-   */
-  waitFor<T>(work: Promise<T>, ms: number, fallback: T): Promise<T> {
-    if (this.cancelledWith) return Promise.reject(this.cancelledWith);
-    return new Promise<T>((resolve, reject) => {
-      const done = (value: T): void => {
-        if (this.fail !== reject) return;
-        clearTimeout(this.timer);
-        this.fail = this.timer = undefined;
-        resolve(value);
-      };
-      this.fail = reject;
-      this.timer = setTimeout(() => done(fallback), ms);
-      work.then(done, () => done(fallback));
-    });
-  }
-
-  wake(): void {
-    if (this.sleeper) this.settle();
-    else this.pendingWake = true;
-  }
-
-  /** Ends the current sleep or bounded wait with `error`, or the next one if the waiter is busy retrying. */
-  cancel(error: Error): void {
-    this.cancelledWith = error;
-    const { sleeper, fail } = this;
-    clearTimeout(this.timer);
-    sleepDeadlines.remove(this);
-    this.sleeper = this.fail = this.timer = undefined;
-    sleeper?.failed(error);
-    fail?.(error);
-  }
-
-  private settle(): void {
-    clearTimeout(this.timer);
-    sleepDeadlines.remove(this);
-    const sleeper = this.sleeper;
-    this.sleeper = this.fail = this.timer = undefined;
-    sleeper?.woke();
-  }
-}
 
 /** The seats of a channel, longest-waiting first (a snapshot: waking may make seats leave). */
 function seatsOf(seats: ChannelSeats): Waiter[] {
@@ -244,7 +50,7 @@ export class UnlockSubscriber {
       this.deliver(channel, message),
     );
     // Errors surface through the waits' own timeouts; an unhandled 'error' event would crash the process.
-    connection.on('error', (error: Error) => this.logger.debug?.(`subscriber: ${error.message}`));
+    connection.on('error', (error: Error) => this.logger.debug?.(CONNECTION_ERROR_DEBUG('subscriber', error.message)));
     // Back from a disconnection, unlock messages may have been missed (or Redis restarted empty):
     // every waiter retries now instead of sleeping out its lock's TTL.
     connection.on('ready', () => this.wakeAll());
@@ -253,7 +59,7 @@ export class UnlockSubscriber {
       // unrequested SUNSUBSCRIBE, which ioredis reports as a node error) is re-subscribed on the
       // slot's new owner once the slot map is re-read: do it now rather than at the next interval.
       connection.on('nodeError', (error: Error) => {
-        this.logger.debug?.(`subscriber shard: ${error.message}`);
+        this.logger.debug?.(CONNECTION_ERROR_DEBUG('subscriber shard', error.message));
         connection.refreshSlotsCache();
       });
     }
@@ -314,7 +120,7 @@ export class UnlockSubscriber {
   async join(channel: string): Promise<Waiter> {
     const waiter = this.seat(channel);
     try {
-      if (!(await this.subscribed(waiter, Number.MAX_SAFE_INTEGER))) throw new Error(`SUBSCRIBE ${channel} failed`);
+      if (!(await this.subscribed(waiter, Number.MAX_SAFE_INTEGER))) throw new Error(SUBSCRIBE_FAILED(channel));
     } catch (error) {
       this.leave(waiter);
       throw error;
@@ -366,7 +172,7 @@ export class UnlockSubscriber {
       },
       (error: Error) => {
         if (seats.pending === pending) seats.pending = undefined;
-        this.logger.debug?.(`subscribe ${channel}: ${error.message}`);
+        this.logger.debug?.(CONNECTION_ERROR_DEBUG(`subscribe ${channel}`, error.message));
         return false;
       },
     );
@@ -413,7 +219,7 @@ export class UnlockSubscriber {
   private unsubscribe(channel: string): void {
     const connection = this.connection as RedisClient & { sunsubscribe(channel: string): Promise<unknown> };
     (this.sharded ? connection.sunsubscribe(channel) : connection.unsubscribe(channel)).catch((error: Error) =>
-      this.logger.debug?.(`unsubscribe ${channel}: ${error.message}`),
+      this.logger.debug?.(CONNECTION_ERROR_DEBUG(`unsubscribe ${channel}`, error.message)),
     );
   }
 
@@ -429,7 +235,7 @@ export class UnlockSubscriber {
       const onEnd = (): void => {
         this.connection.off('ready', onReady);
         this.ready = undefined;
-        reject(new Error('The lock subscriber connection was closed'));
+        reject(new Error(SUBSCRIBER_CLOSED));
       };
       this.connection.once('ready', onReady);
       this.connection.once('end', onEnd);

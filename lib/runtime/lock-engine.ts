@@ -1,7 +1,7 @@
 import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { LockShutdownError, type LockUnavailableError } from '../errors';
-import { CONNECTION_FAILED, SHUTDOWN_RELEASE_FAILED } from '../lock.messages';
+import { CONNECTION_ERROR_DEBUG, CONNECTION_FAILED, SHUTDOWN_RELEASE_FAILED, SHUTDOWN_RELEASE_TIMED_OUT } from '../lock.messages';
 import { isRedisClient, RedisConnectionOption, ResolvedLockOptions } from '../lock.options';
 import { boundedAttempt, boundedCall, type CallTicket } from '../redis/bounded-call';
 import { LockKeys } from '../redis/lock-keys';
@@ -14,7 +14,6 @@ import { OwnerIds } from './owner-ids';
 import { REDLOCK_CONNECTION_DEFAULTS, RedLockMasters } from './redlock-masters';
 import { Watchdog } from './watchdog';
 import { InstanceRegistry } from '../introspection/instance-registry';
-import { LockInspector } from '../introspection/lock-inspector';
 import { LockTelemetry } from '../metrics/lock-telemetry';
 
 /** How long a release's outcome is kept for a resent release (ioredis replays after a reconnect). */
@@ -98,7 +97,6 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly telemetry: LockTelemetry | undefined;
   /** This instance's identity in Redis, for `inspect` (refreshed by the watchdog's rounds). */
   readonly instances: InstanceRegistry;
-  readonly inspector: LockInspector;
 
   private readonly ownsClient: boolean;
   private readonly subscriberConnection: RedisClient;
@@ -131,7 +129,6 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       options.watchdogTimeout,
       options.commandTimeout,
     );
-    this.inspector = new LockInspector(this);
     const { redlock } = options;
     this.redlockMasters =
       redlock &&
@@ -169,7 +166,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   onApplicationBootstrap(): void {
     if (this.ownsClient && this.client.status === 'wait') {
       // The 'error' event names the address and the cause; connect()'s rejection only says it closed.
-      this.client.connect().catch((error: Error) => this.logger.debug?.(`commands: ${error.message}`));
+      this.client.connect().catch((error: Error) => this.logger.debug?.(CONNECTION_ERROR_DEBUG('commands', error.message)));
     }
     this.redlockMasters?.connect();
     // Registered once, then kept alive by every watchdog round (nothing is written per acquisition).
@@ -199,7 +196,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   /** Logs the first failure of a connection the library opened, with its address and cause. */
   private connectionFailed(error: Error): void {
     if (this.connectionFailureLogged) {
-      this.logger.debug?.(`commands: ${error.message}`);
+      this.logger.debug?.(CONNECTION_ERROR_DEBUG('commands', error.message));
       return;
     }
     this.connectionFailureLogged = true;
@@ -219,7 +216,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
         Promise.all(releases),
         new Promise((_, reject) => {
           const budget = this.options.commandTimeout;
-          timer = setTimeout(() => reject(new Error(`timed out after ${budget} ms`)), budget);
+          timer = setTimeout(() => reject(new Error(SHUTDOWN_RELEASE_TIMED_OUT(budget))), budget);
         }),
       ]);
     } catch (error) {

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { LockRunContext } from '../locks/lock';
+import type { LockRunContext } from './run-context';
 
 /** What the call chain holds: lock key -> owner id, and the innermost lock's run context. */
 interface ChainLocks {

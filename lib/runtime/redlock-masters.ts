@@ -1,9 +1,9 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisOptions } from 'ioredis';
-import { REDLOCK_CONNECTION_FAILED, NOT_CONNECTED } from '../lock.messages';
+import { CONNECTION_ERROR_DEBUG, REDLOCK_CONNECTION_FAILED, NOT_CONNECTED } from '../lock.messages';
 import { withTimeout } from '../redis/bounded-call';
 import { closeConnection, isDown, type RedisClient } from '../redis/redis-client';
-import { Waiter } from '../redis/unlock-subscriber';
+import { Waiter } from '../redis/waiter';
 
 /**
  * Connections the library opens to RedLock masters fail a command at the first failed reconnect
@@ -56,7 +56,7 @@ export class RedLockMasters {
     this.clients = connections.map((c) => c.client);
     this.quorum = Math.floor(connections.length / 2) + 1;
     connections.forEach(({ client, owned }, i) => {
-      if (owned) client.on('error', (error: Error) => logger.debug?.(`redlock master ${i}: ${error.message}`));
+      if (owned) client.on('error', (error: Error) => logger.debug?.(CONNECTION_ERROR_DEBUG(`redlock master ${i}`, error.message)));
     });
   }
 

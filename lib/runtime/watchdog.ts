@@ -1,6 +1,14 @@
 import { Logger } from '@nestjs/common';
 import calculateSlot from 'cluster-key-slot';
-import { LOCK_LOST, RENEWAL_FAILED } from '../lock.messages';
+import {
+  LOCK_LOST,
+  LOST_LEASE_RAN_OUT_UNRENEWED,
+  LOST_LEASE_TIME_RAN_OUT,
+  LOST_RENEWAL_FOUND_GONE,
+  LOST_RENEWALS_FAILED,
+  RENEWAL_FAILED,
+  RENEWAL_NO_REPLY,
+} from '../lock.messages';
 import { withTimeout } from '../redis/bounded-call';
 import { isNoScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
@@ -81,14 +89,14 @@ export class Watchdog {
     const ownRenewals: Promise<void>[] = [];
     for (const hold of this.holds.all()) {
       if (!hold.renewal) {
-        if (now - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'its leaseTime ran out', false);
+        if (now - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, LOST_LEASE_TIME_RAN_OUT, false);
         continue;
       }
       // The lease ran out before this round could renew it (the process was paused or stalled, or
       // Redis did not answer in time): another owner may hold the lock now, so it counts as lost
       // whatever a renewal would say.
       if (now - hold.leaseStartedAt >= hold.leaseMs) {
-        this.lose(hold, 'its lease ran out before it was renewed (process paused or Redis unreachable)');
+        this.lose(hold, LOST_LEASE_RAN_OUT_UNRENEWED);
         continue;
       }
       if ('renew' in hold.renewal) {
@@ -125,10 +133,10 @@ export class Watchdog {
     }
     if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
     if (renewed === true) hold.leaseStartedAt = startedAt;
-    else if (renewed === false) this.lose(hold, 'renewal found it no longer held');
+    else if (renewed === false) this.lose(hold, LOST_RENEWAL_FOUND_GONE);
     else {
       this.roundFailed = true;
-      if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'renewals failed until its lease ran out');
+      if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, LOST_RENEWALS_FAILED);
       else this.renewalFailed(hold, failure instanceof Error ? failure.message : String(failure));
     }
   }
@@ -150,7 +158,7 @@ export class Watchdog {
     }
     await Promise.all(
       batch.map(async (hold, i) => {
-        let [error, renewed] = results[i] ?? [new Error('no reply'), undefined];
+        let [error, renewed] = results[i] ?? [new Error(RENEWAL_NO_REPLY), undefined];
         if (error && isNoScript(error)) {
           const { call } = hold.renewal as ScriptRenewal;
           try {
@@ -162,12 +170,12 @@ export class Watchdog {
         if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
         if (error) {
           this.roundFailed = true;
-          if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'renewals failed until its lease ran out');
+          if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, LOST_RENEWALS_FAILED);
           else this.renewalFailed(hold, error.message);
         } else if (renewed === 1) {
           hold.leaseStartedAt = startedAt;
         } else {
-          this.lose(hold, 'renewal found it no longer held');
+          this.lose(hold, LOST_RENEWAL_FOUND_GONE);
         }
       }),
     );
@@ -192,7 +200,7 @@ export class Watchdog {
     this.expiryAt = Number.POSITIVE_INFINITY;
     const now = Date.now();
     for (const hold of this.holds.all()) {
-      if (hold.renewal && now - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, 'renewals failed until its lease ran out');
+      if (hold.renewal && now - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, LOST_RENEWALS_FAILED);
     }
   }
 

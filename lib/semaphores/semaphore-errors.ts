@@ -1,4 +1,5 @@
 import { LockError } from '../errors';
+import { SEMAPHORE_LIMIT_MISMATCH } from '../lock.messages';
 
 /**
  * A semaphore was asked with a `permits` limit other than the one it is in use with. The limit is
@@ -14,9 +15,6 @@ export class SemaphoreLimitError extends LockError {
     /** The limit the semaphore is in use with. */
     readonly storedPermits: number,
   ) {
-    super(
-      `Semaphore "${semaphoreName}" is in use with permits: ${storedPermits}, but was asked with permits: ${permits}; ` +
-        'every caller must use the same limit (it can change once nobody holds or waits for the semaphore)',
-    );
+    super(SEMAPHORE_LIMIT_MISMATCH(semaphoreName, permits, storedPermits));
   }
 }

@@ -1,17 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LockNotHeldError, LockTimeoutError } from '../errors';
 import { RELEASE_FAILED, RELEASE_FOUND_NOTHING } from '../lock.messages';
-import { checkLockName } from '../lock.service';
+import { checkLockName, checkPermits } from '../validators';
 import type { LockRunContext } from '../locks/lock';
 import { LockEngine } from '../runtime/lock-engine';
 import { Semaphore, SemaphoreInfo, SemaphoreOptions, SemaphoreRunOptions } from './semaphore';
-
-/** Throws a `RangeError` naming the value unless `permits` is a whole number >= 1. */
-export function checkPermits(permits: unknown): asserts permits is number {
-  if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1) {
-    throw new RangeError(`permits must be a whole number >= 1 (got ${String(permits)})`);
-  }
-}
 
 /**
  * Distributed semaphores (DESIGN §11): at most `permits` holders' permits at once across every

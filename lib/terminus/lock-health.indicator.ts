@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService } from '@nestjs/terminus';
+import { HEALTH_PING_FAILED, HEALTH_RENEWALS_FAILING } from '../lock.messages';
 import { withTimeout } from '../redis/bounded-call';
 import { LockEngine } from '../runtime/lock-engine';
 
@@ -52,11 +53,11 @@ export class LockHealthIndicator {
       await withTimeout(engine.client.ping(), options.commandTimeout);
       details.pingMs = Math.round((performance.now() - startedAt) * 10) / 10;
     } catch (error) {
-      return indicator.down({ ...details, message: `Redis did not answer PING: ${error instanceof Error ? error.message : String(error)}` });
+      return indicator.down({ ...details, message: HEALTH_PING_FAILED(error instanceof Error ? error.message : String(error)) });
     }
     const failingSince = watchdog.failingSince;
     if (failingSince !== undefined && now - failingSince > options.watchdogTimeout) {
-      return indicator.down({ ...details, message: `Lock renewals have failed for ${now - failingSince} ms (lease ${options.watchdogTimeout} ms)` });
+      return indicator.down({ ...details, message: HEALTH_RENEWALS_FAILING(now - failingSince, options.watchdogTimeout) });
     }
     return indicator.up(details);
   }

@@ -1,0 +1,107 @@
+import { sleepDeadlines } from './sleep-deadlines';
+
+/** Told how a waiter's sleep ended (see `Waiter.sleepThen`). */
+export interface Sleeper {
+  /** Woken by a release, or the sleep's time is up. */
+  woke(): void;
+  /** The waiter was cancelled (an aborted signal, shutdown). */
+  failed(error: Error): void;
+}
+
+/**
+ * One waiter's seat on a channel. A wake that arrives while the waiter is busy retrying is kept
+ * (`pendingWake`) so the next sleep ends at once: no release is missed between attempts. A
+ * sleeping waiter costs its seat and its sleeper: no timer, promise or closure of its own.
+ */
+export class Waiter {
+  pendingWake = false;
+  /** The seats of one channel are a doubly linked list: leaving is O(1) with any number of waiters. */
+  prev: Waiter | undefined = undefined;
+  next: Waiter | undefined = undefined;
+  /** While sleeping: when the sleep ends at the latest, and the waiter's place in the deadline heap. */
+  wakeAt = 0;
+  heapIndex = -1;
+  private sleeper: Sleeper | undefined;
+  /** Rejects the bounded wait of `waitFor` in progress. */
+  private fail: ((error: Error) => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private cancelledWith: Error | undefined;
+
+  constructor(
+    readonly channel: string,
+    /** Set for a waiter that a `WAKE_IDS` message can name (a semaphore waiter's permit id). */
+    readonly id?: string,
+  ) {}
+
+  get sleeping(): boolean {
+    return this.sleeper !== undefined;
+  }
+
+  /**
+   * Sleeps until a wake or for `ms`, whichever is first, then tells `sleeper` (at once when a wake
+   * is already pending or the waiter was cancelled).
+   */
+  sleepThen(ms: number, sleeper: Sleeper): void {
+    if (this.cancelledWith) return sleeper.failed(this.cancelledWith);
+    if (this.pendingWake) {
+      this.pendingWake = false;
+      return sleeper.woke();
+    }
+    this.sleeper = sleeper;
+    this.wakeAt = Date.now() + ms;
+    sleepDeadlines.add(this);
+  }
+
+  /** Resolves on a wake or after `ms`, whichever is first. */
+  sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => this.sleepThen(ms, { woke: resolve, failed: reject }));
+  }
+
+  /** The sleep's deadline passed (called by the shared deadline timer). */
+  deadlinePassed(): void {
+    this.settle();
+  }
+
+  /**
+   * Resolves with `work`'s outcome, or `fallback` after `ms`; rejects if the waiter is cancelled
+   * meanwhile. A wake that arrives meanwhile is kept for the next `sleep`.
+   */
+  waitFor<T>(work: Promise<T>, ms: number, fallback: T): Promise<T> {
+    if (this.cancelledWith) return Promise.reject(this.cancelledWith);
+    return new Promise<T>((resolve, reject) => {
+      const done = (value: T): void => {
+        if (this.fail !== reject) return;
+        clearTimeout(this.timer);
+        this.fail = this.timer = undefined;
+        resolve(value);
+      };
+      this.fail = reject;
+      this.timer = setTimeout(() => done(fallback), ms);
+      work.then(done, () => done(fallback));
+    });
+  }
+
+  wake(): void {
+    if (this.sleeper) this.settle();
+    else this.pendingWake = true;
+  }
+
+  /** Ends the current sleep or bounded wait with `error`, or the next one if the waiter is busy retrying. */
+  cancel(error: Error): void {
+    this.cancelledWith = error;
+    const { sleeper, fail } = this;
+    clearTimeout(this.timer);
+    sleepDeadlines.remove(this);
+    this.sleeper = this.fail = this.timer = undefined;
+    sleeper?.failed(error);
+    fail?.(error);
+  }
+
+  private settle(): void {
+    clearTimeout(this.timer);
+    sleepDeadlines.remove(this);
+    const sleeper = this.sleeper;
+    this.sleeper = this.fail = this.timer = undefined;
+    sleeper?.woke();
+  }
+}
