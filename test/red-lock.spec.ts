@@ -4,10 +4,12 @@ import { LockError, LockLostError, LockService, LockShutdownError, LockTimeoutEr
 import type { RedLock } from '../lib/locks/red-lock';
 import { LockEngine } from '../lib/runtime/lock-engine';
 import { runLocked } from '../lib/runtime/run-locked';
+import { CommandMonitor, scriptCallWith } from './support/command-monitor';
 import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
 import { describeLockContract } from './support/lock-contract';
 import type { TestRedis } from './support/redis-server';
 import { startRedisServers, stopRedisServer, stopRedisServers } from './support/redis-servers';
+import { waitFor } from './support/wait-for';
 
 const redLock = (app: TestingModule, name: string): RedLock => app.get(LockService).getRedLock(name) as RedLock;
 
@@ -125,7 +127,8 @@ describe('RedLock on 3 independent masters', () => {
       const lock = redLock(patient, name);
       expect(await lock.tryLock({ leaseTime: 10_000 })).toBe(true);
       await resumeAgain;
-      expect(await holders(name)).toBe(3);
+      // The master that did not count towards the majority answers a moment later.
+      await waitFor(async () => (await holders(name)) === 3, { what: `${name} on all 3 masters` });
       await lock.unlock();
       expect(await holders(name)).toBe(0);
     } finally {
@@ -171,27 +174,38 @@ describe('RedLock on 3 independent masters', () => {
     const name = fresh();
     const gate = deferred();
     let seen: AbortSignal | undefined;
-    const running = runLocked(app.get(LockEngine), redLock(app, name), async ({ signal }) => {
-      seen = signal;
-      await gate.promise;
-      return 'finished anyway';
-    }, { waitTime: 1_000 });
-    await waitUntil(() => seen !== undefined);
-    await sleep(WATCHDOG_MS * 2);
-    expect(await holders(name)).toBe(3);
-    // One master losing it leaves a majority: still held.
-    await raws[0].del(key(name));
-    await sleep(WATCHDOG_MS);
-    expect(seen!.aborted).toBe(false);
-    expect(await redLock(other, name).tryLock()).toBe(false);
-    // Two of three: the majority is gone.
-    await raws[1].del(key(name));
-    await waitUntil(() => seen!.aborted, WATCHDOG_MS * 5);
-    expect(seen!.reason).toBeInstanceOf(LockLostError);
-    // The minority's leftover is released too, so the name is free at once.
-    await waitUntil(async () => (await holders(name)) === 0, 5_000);
-    gate.resolve();
-    await expect(running).resolves.toBe('finished anyway');
+    const lock = redLock(app, name);
+    const monitor = await CommandMonitor.start(raws[1]);
+    const renewals = () => monitor.count(scriptCallWith(key(name), lock.ownerId));
+    try {
+      const running = runLocked(app.get(LockEngine), lock, async ({ signal }) => {
+        seen = signal;
+        await gate.promise;
+        return 'finished anyway';
+      }, { waitTime: 1_000 });
+      await waitFor(() => seen !== undefined, { what: 'the protected code to start' });
+      // The behaviour under test is time passing: two leases.
+      await sleep(WATCHDOG_MS * 2);
+      expect(await holders(name)).toBe(3);
+      // One master losing it leaves a majority: still held, through whole renewal rounds that
+      // started after the loss (the first may have been under way; its answers are in by the third).
+      await raws[0].del(key(name));
+      const before = renewals();
+      await waitFor(() => renewals() >= before + 3, { what: '3 renewal rounds after one master lost the lock' });
+      expect(seen!.aborted).toBe(false);
+      expect(await redLock(other, name).tryLock()).toBe(false);
+      // Two of three: the majority is gone.
+      await raws[1].del(key(name));
+      await waitFor(() => seen!.aborted, { what: 'the signal to abort once the majority is gone', timeoutMs: WATCHDOG_MS * 5 });
+      expect(seen!.reason).toBeInstanceOf(LockLostError);
+      // The minority's leftover is released too, so the name is free at once.
+      await waitFor(async () => (await holders(name)) === 0, { what: `${name} released on every master`, timeoutMs: 5_000 });
+      gate.resolve();
+      await expect(running).resolves.toBe('finished anyway');
+    } finally {
+      gate.resolve();
+      monitor.stop();
+    }
   });
 
   it('a waiter gets the lock soon after the release (retry with jitter), not at lease expiry', async () => {
@@ -199,8 +213,14 @@ describe('RedLock on 3 independent masters', () => {
     const holder = redLock(app, name);
     await holder.lock({ leaseTime: 10_000 });
     const waiter = redLock(other, name);
+    const monitor = await CommandMonitor.start(raws[0]);
     const acquired = waiter.tryLock({ waitTime: 8_000 });
-    await sleep(100);
+    try {
+      // Its second attempt: the waiter saw the lock taken and is retrying.
+      await waitFor(() => monitor.count(scriptCallWith(key(name), waiter.ownerId)) >= 2, { what: 'the waiter to retry' });
+    } finally {
+      monitor.stop();
+    }
     const releasedAt = Date.now();
     await holder.unlock();
     expect(await acquired).toBe(true);
@@ -230,8 +250,14 @@ describe('RedLock on 3 independent masters', () => {
     await held.lock();
     const blocker = redLock(app, name);
     await blocker.lock();
-    const waiting = redLock(closing, name).lock().catch((error: unknown) => error);
-    await sleep(100);
+    const waiter = redLock(closing, name);
+    const monitor = await CommandMonitor.start(raws[0]);
+    const waiting = waiter.lock().catch((error: unknown) => error);
+    try {
+      await waitFor(() => monitor.count(scriptCallWith(key(name), waiter.ownerId)) >= 2, { what: 'the waiter to retry' });
+    } finally {
+      monitor.stop();
+    }
     await closing.close();
     expect(await waiting).toBeInstanceOf(LockShutdownError);
     expect(await holders(held.name)).toBe(0);

@@ -82,8 +82,16 @@ describe(`RESP protocols (ioredis ${ioredisMajor})`, () => {
     it('a waiter is handed the lock by the unlock message, long before the lease ends', async () => {
       const locks = app.get(LockService);
       const release = deferred();
-      const holding = locks.run('resp:handoff', () => release.promise, { leaseTime: 20_000 });
-      await new Promise((r) => setTimeout(r, 20));
+      const entered = deferred();
+      const holding = locks.run(
+        'resp:handoff',
+        () => {
+          entered.resolve();
+          return release.promise;
+        },
+        { leaseTime: 20_000 },
+      );
+      await entered.promise;
       const started = Date.now();
       const waiting = locks.run('resp:handoff', async () => Date.now() - started, { waitTime: 10_000 });
       await waitersQueued(app, 1);

@@ -1,6 +1,11 @@
-import { LockLostError, LockService } from '../lib';
+import { Lock, LockLostError, LockService } from '../lib';
+import { CommandMonitor, scriptCallWith } from './support/command-monitor';
 import { createLockApp, deferred, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
+import { waitFor } from './support/wait-for';
+
+/** A lock and the owner id its Redis commands carry. */
+type Owned = Lock & { readonly ownerId: string };
 
 describe('watchdog', () => {
   let redis: TestRedis;
@@ -12,29 +17,52 @@ describe('watchdog', () => {
     await redis?.stop();
   });
 
-  it('renews every held lock together, once per round', async () => {
-    const watchdogTimeout = 600;
+  it('renews every held lock together, round after round, and stops renewing a lock once it is released', async () => {
+    const watchdogTimeout = 600; // renewed every 200 ms
+    const ROUNDS = 6; // two leases' worth: without renewals every lock would have expired
     const app = await createLockApp({ redis: redis.url, watchdogTimeout });
     const admin = redis.client();
+    const monitor = await CommandMonitor.start(admin);
     try {
       const locks = app.get(LockService);
-      const held = await Promise.all(
-        Array.from({ length: 20 }, async (_, i) => {
-          const lock = locks.getLock(`batched-${i}`);
-          await lock.lock();
-          return lock;
-        }),
+      const take = async (name: string) => {
+        const lock = locks.getLock(name) as Owned;
+        await lock.lock();
+        return lock;
+      };
+      const held = await Promise.all(Array.from({ length: 20 }, (_, i) => take(`batched-${i}`)));
+      // Held past this unlock, so the rounds after it can be counted.
+      const keeper = await take('batched-keeper');
+      const key = (lock: Owned) => `lock:{${lock.name}}`;
+      const renewalsOf = (lock: Owned, between: { from?: number; to?: number }) =>
+        monitor.count(scriptCallWith(key(lock), lock.ownerId), between);
+
+      const heldFrom = await monitor.mark(admin);
+      let expiredSeen = 0;
+      await waitFor(
+        async () => {
+          // Every look: every lease still running.
+          const ttls = await Promise.all(held.map((lock) => admin.pttl(key(lock))));
+          expiredSeen += ttls.filter((ttl) => ttl <= 0).length;
+          return held.every((lock) => renewalsOf(lock, { from: heldFrom }) >= ROUNDS);
+        },
+        { what: `every lock renewed ${ROUNDS} times`, timeoutMs: 20_000 },
       );
-      const evalshaCalls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
-      const before = await evalshaCalls();
-      await new Promise((r) => setTimeout(r, watchdogTimeout * 2));
-      const renewals = (await evalshaCalls()) - before;
-      // 20 locks x about 6 rounds: renewed (a multiple of 20), and every lock still there.
-      expect(renewals).toBeGreaterThanOrEqual(20);
-      expect(renewals % 20).toBe(0);
+      const heldTo = await monitor.mark(admin);
+      expect(expiredSeen).toBe(0);
       for (const lock of held) expect(await lock.isLocked()).toBe(true);
+      // Together: every round renews every lock, so their counts stay level (each mark may cut one
+      // round in two, hence up to 2 apart).
+      const counts = held.map((lock) => renewalsOf(lock, { from: heldFrom, to: heldTo }));
+      expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(2);
+
       await Promise.all(held.map((lock) => lock.unlock()));
+      const releasedAt = await monitor.mark(admin);
+      await waitFor(() => renewalsOf(keeper, { from: releasedAt }) >= 2, { what: 'two renewal rounds after the release' });
+      for (const lock of held) expect(renewalsOf(lock, { from: releasedAt })).toBe(0);
+      await keeper.unlock();
     } finally {
+      monitor.stop();
       await app.close();
     }
   });

@@ -11,9 +11,12 @@ import { LockEngine } from '../../lib/runtime/lock-engine';
 import { spawnFixture } from '../support/child-process';
 import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 import { RestartableRedis } from '../support/restartable-redis';
+import { waitFor } from '../support/wait-for';
 
 const RUNS = 5;
 const WATCHDOG = 3_000;
+/** Only against a hang: every wait below ends in seconds, and a stuck one fails naming what it waited for. */
+const DEADLINE_MS = 30_000;
 
 async function app(options: LockModuleOptions): Promise<TestingModule> {
   const moduleRef = await Test.createTestingModule({ imports: [LockModule.forRoot({ watchdogTimeout: WATCHDOG, ...options })] }).compile();
@@ -124,7 +127,7 @@ async function main(): Promise<void> {
     await holder.get(LockService).getLock(name).lock();
     const waiting = service.getLock(name).tryLock({ waitTime: 20_000 });
     const { subscriber } = locks.get(LockEngine);
-    while (subscriber.waiterCount() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(() => subscriber.waiterCount() > 0, { what: 'the tryLock to wait on the subscriber', timeoutMs: DEADLINE_MS, stepMs: 5 });
     await redis.restart();
     const restartedAt = Date.now();
     const acquired = await waiting;
@@ -164,7 +167,11 @@ async function main(): Promise<void> {
     proxy.dropReplies = true;
     const outcome = await timed(() => proxied.get(LockService).getLock(name).tryLock({ waitTime: 500 }));
     const gaveUpAt = Date.now();
-    while ((await raw.exists(`lock:{${name}}`)) === 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(async () => (await raw.exists(`lock:{${name}}`)) === 0, {
+      what: `the phantom hold of ${name} to be undone`,
+      timeoutMs: DEADLINE_MS,
+      stepMs: 5,
+    });
     const phantomGoneAfter = Date.now() - gaveUpAt;
     proxy.dropReplies = false;
     proxy.resetConnections();
@@ -179,11 +186,8 @@ async function main(): Promise<void> {
     const out: string[] = [];
     child.stdout?.on('data', (chunk: Buffer) => out.push(...String(chunk).split('\n')));
     const line = async (prefix: string): Promise<string> => {
-      for (;;) {
-        const found = out.find((l) => l.startsWith(prefix));
-        if (found) return found;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      await waitFor(() => out.some((l) => l.startsWith(prefix)), { what: `the holder to print "${prefix}..."`, timeoutMs: DEADLINE_MS });
+      return out.find((l) => l.startsWith(prefix))!;
     };
     await line('held ');
     child.kill('SIGSTOP');

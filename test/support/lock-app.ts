@@ -1,6 +1,7 @@
 import { Test, TestingModule } from '@nestjs/testing';
 import { LockModule, LockModuleOptions } from '../../lib';
 import { LockEngine } from '../../lib/runtime/lock-engine';
+import { waitFor } from './wait-for';
 
 /** A Nest application context with LockModule, as a user would build one. */
 export async function createLockApp(options: LockModuleOptions, extraProviders: any[] = []): Promise<TestingModule> {
@@ -13,13 +14,12 @@ export async function createLockApp(options: LockModuleOptions, extraProviders: 
   return moduleRef;
 }
 
-/** Polls `condition` until it holds or `timeoutMs` passes (a generous upper bound against hangs). */
-export async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000, stepMs = 10): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
+/**
+ * Polls `condition` until it holds or `timeoutMs` passes (a generous upper bound against hangs).
+ * New code: `waitFor` from './wait-for', which names what it waited for when it gives up.
+ */
+export function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000, stepMs = 10): Promise<void> {
+  return waitFor(condition, { what: 'a condition', timeoutMs, stepMs });
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -34,5 +34,5 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
 /** Resolves once `count` callers of this module wait on its subscriber (subscribed, between attempts). */
 export function waitersQueued(moduleRef: TestingModule, count = 1, channel?: string): Promise<void> {
   const subscriber = moduleRef.get(LockEngine).subscriber;
-  return waitUntil(() => subscriber.waiterCount(channel) >= count);
+  return waitFor(() => subscriber.waiterCount(channel) >= count, { what: `${count} local waiter(s) on ${channel ?? 'any channel'}` });
 }

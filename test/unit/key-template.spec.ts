@@ -1,77 +1,8 @@
-import * as ts from 'typescript';
-import { runInNewContext } from 'node:vm';
-import { KeyTemplateError } from '../lib';
-import { compileKeyTemplate, parseKeyTemplate } from '../lib/decorators/key-template';
-import { declaredParameters } from '../lib/decorators/parameter-names';
+import { KeyTemplateError } from '../../lib';
+import { compileKeyTemplate, parseKeyTemplate } from '../../lib/decorators/key-template';
+import { declaredParameters } from '../../lib/decorators/parameter-names';
 
-/** Unit tests of the pure parts: reading parameter names from source, parsing and evaluating templates. */
-
-describe('declaredParameters', () => {
-  const names = (fn: Function) => declaredParameters(fn)?.map((p) => (p.rest ? `...${p.name}` : (p.name ?? '<destructured>')));
-
-  it('reads plain, default, destructured and rest parameters of a method', () => {
-    class Subject {
-      async pay(id: string, amount = 5, { customer }: { customer: string } = { customer: 'x' }, [first]: string[] = [], ...rest: unknown[]) {
-        return [id, amount, customer, first, rest];
-      }
-    }
-    expect(names(Subject.prototype.pay)).toEqual(['id', 'amount', '<destructured>', '<destructured>', '...rest']);
-  });
-
-  it('is not fooled by commas and brackets inside default values, strings, templates, regexes and comments', () => {
-    class Subject {
-      run(
-        a = { x: [1, 2], y: ')' }, // comment with , and )
-        b = `t,${'(' + ')'}`,
-        /* c, d */ c = /[,)]/g,
-        d = (x: number, y: number) => x + y,
-        e = "a,b",
-      ) {
-        return [a, b, c, d, e];
-      }
-    }
-    expect(names(Subject.prototype.run)).toEqual(['a', 'b', 'c', 'd', 'e']);
-  });
-
-  it('reads the source shapes tsc and hand-written code produce', () => {
-    // eslint-disable-next-line @typescript-eslint/no-unused-vars
-    const es5 = function (orderId: string, dto: unknown) {};
-    expect(names(es5)).toEqual(['orderId', 'dto']);
-    expect(names(async function named(x: number) {})).toEqual(['x']);
-    expect(names((a: number, b: number) => a + b)).toEqual(['a', 'b']);
-    expect(names(((single: number) => single) as Function)).toEqual(['single']);
-    // eslint-disable-next-line no-new-func
-    expect(names(new Function('sku', 'qty', 'return sku'))).toEqual(['sku', 'qty']);
-    const computed = { ['weird,name'](x: number) { return x; }, async *gen(y: number) { yield y; }, "quoted (name)"(z: number) { return z; } };
-    expect(names(computed['weird,name'])).toEqual(['x']);
-    expect(names(computed.gen)).toEqual(['y']);
-    expect(names(computed['quoted (name)'])).toEqual(['z']);
-    expect(names(function () {})).toEqual([]);
-    expect(names((a: number,) => a)).toEqual(['a']);
-  });
-
-  it.each(['ES5', 'ES2015', 'ES2017', 'ES2022'] as const)('reads methods as tsc compiles them for %s (async, defaults, destructuring)', (target) => {
-    const source = `
-      class Orders {
-        async pay(orderId: string, amount: number = 1, { note }: { note?: string } = {}) { return orderId; }
-        async bulk(first: string, ...others: string[]) { return first; }
-      }
-      exports.Orders = Orders;`;
-    const compiled = ts.transpileModule(source, {
-      compilerOptions: { target: ts.ScriptTarget[target], module: ts.ModuleKind.CommonJS, lib: ['es2022'] },
-    }).outputText;
-    const exports: { Orders?: { prototype: Record<string, Function> } } = {};
-    runInNewContext(compiled, { exports, Promise, Symbol, Object, Array, TypeError });
-    expect(names(exports.Orders!.prototype.pay)).toEqual(['orderId', 'amount', target === 'ES5' ? '_a' : '<destructured>']);
-    // ES5 has no rest syntax: tsc turns `...others` into a loop over `arguments`, leaving only `first`.
-    expect(names(exports.Orders!.prototype.bulk)).toEqual(target === 'ES5' ? ['first'] : ['first', '...others']);
-  });
-
-  it('gives up (undefined) on native and bound functions instead of guessing', () => {
-    expect(declaredParameters(Math.max)).toBeUndefined();
-    expect(declaredParameters(function (a: number) { return a; }.bind(null))).toBeUndefined();
-  });
-});
+/** Key templates without Redis: parsing, checking against the method's parameters at compile time, evaluating per call. */
 
 describe('parseKeyTemplate', () => {
   it('splits text and placeholders of every form', () => {
@@ -103,6 +34,18 @@ describe('parseKeyTemplate', () => {
   it('reads ## as a literal # and keeps a template without placeholders as it is', () => {
     expect(parseKeyTemplate('issue###id')).toEqual(['issue#', { source: '#id', root: 'id', steps: [] }]);
     expect(parseKeyTemplate('nightly-report')).toEqual(['nightly-report']);
+  });
+
+  it('reads braces with spaces, positions inside braces, and quoted keys with escapes', () => {
+    expect(parseKeyTemplate('#{ user.id }!')).toEqual([{ source: '#{ user.id }', root: 'user', steps: [{ property: 'id' }] }, '!']);
+    expect(parseKeyTemplate('#{0.items[2]}')).toEqual([{ source: '#{0.items[2]}', root: '0', steps: [{ property: 'items' }, { index: 2 }] }]);
+    expect(parseKeyTemplate(`#m["a\\"b"]`)).toEqual([{ source: `#m["a\\"b"]`, root: 'm', steps: [{ property: 'a"b' }] }]);
+    expect(parseKeyTemplate('#dto.0')).toEqual([{ source: '#dto.0', root: 'dto', steps: [{ property: '0' }] }]);
+  });
+
+  it('names the position of the syntax error in the template', () => {
+    expect(() => parseKeyTemplate('order:# id')).toThrow('Key template "order:# id" is invalid at position 6');
+    expect(() => parseKeyTemplate('ab#{x')).toThrow('is invalid at position 2');
   });
 
   it.each([
@@ -200,5 +143,38 @@ describe('compileKeyTemplate', () => {
     expect(compile('#id')([new ObjectId()])).toBe('abc123');
     expect(compile('#id:#1')([7, true])).toBe('7:true');
     expect(compile('#id')([10n])).toBe('10');
+  });
+  it('builds literal-only, text-first, placeholder-first and many-part templates alike', () => {
+    const args = ['o-1', { customer: { id: 42 } }];
+    expect(compile('nightly-report')(args)).toBe('nightly-report');
+    expect(compile('order:#id')(args)).toBe('order:o-1');
+    expect(compile('#id:order')(args)).toBe('o-1:order');
+    expect(compile('#id')(args)).toBe('o-1');
+    expect(compile('a:#id:b:#dto.customer.id:c')(args)).toBe('a:o-1:b:42:c');
+    expect(compile('issue##:#id')(args)).toBe('issue#:o-1');
+  });
+
+  it('names the decorator that uses the template in compile-time errors', () => {
+    expect(() => compileKeyTemplate('#nope', payParams, 'Orders.pay', '@DistributedSemaphore')).toThrow(/^@DistributedSemaphore on Orders\.pay/);
+    expect(() => compileKeyTemplate('#nope', undefined, 'Orders.pay', '@DistributedSemaphore')).toThrow(/^@DistributedSemaphore on Orders\.pay/);
+    expect(() => compile('#nope')).toThrow(/^@DistributedLock on Orders\.pay/);
+  });
+
+  it('reads a leading-zero root as a name, not a position', () => {
+    expect(() => compile('#01')).toThrow(/names parameter "01"/);
+  });
+
+  it.each([
+    ['Infinity', Infinity, /is Infinity/],
+    ['a symbol', Symbol('s'), /is a symbol/],
+    ['a function', () => 'x', /is a function/],
+    ['an object whose text is empty', { toString: () => '' }, /is an object whose text is empty/],
+    ['an object whose text is [object ...]', { toString: () => '[object Thing]' }, /whose text is "\[object Thing\]"/],
+    ['an object without a prototype', Object.create(null), /is an object/],
+  ])('refuses %s as key text, naming the method and the placeholder', (_what, value, message) => {
+    const build = compile('order:#id');
+    expect(() => build([value])).toThrow(KeyTemplateError);
+    expect(() => build([value])).toThrow(/^Lock key for Orders\.pay not built: #id in "order:#id"/);
+    expect(() => build([value])).toThrow(message);
   });
 });

@@ -1,0 +1,53 @@
+import type Redis from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import { waitFor } from './wait-for';
+
+/**
+ * The commands one Redis server runs, in the order it runs them, as MONITOR reports them: lets a
+ * test wait for what the library did (a waiter's second attempt, a renewal round) instead of
+ * sleeping and hoping it happened, and tell what ran before or after a point (`mark`).
+ */
+export class CommandMonitor {
+  private readonly seen: string[][] = [];
+
+  private constructor(private readonly connection: Redis) {
+    connection.on('monitor', (_time: string, args: string[]) => this.seen.push(args));
+  }
+
+  /** Starts monitoring the server `client` talks to (on a connection of its own). */
+  static async start(client: Redis): Promise<CommandMonitor> {
+    return new CommandMonitor(await client.monitor());
+  }
+
+  /**
+   * How many commands seen so far match (`args[0]` is the command name as sent), counting only
+   * those between the marks `from` and `to` when given.
+   */
+  count(match: (args: readonly string[]) => boolean, { from = 0, to = Number.POSITIVE_INFINITY }: { from?: number; to?: number } = {}): number {
+    let count = 0;
+    for (let i = from; i < Math.min(to, this.seen.length); i++) if (match(this.seen[i])) count++;
+    return count;
+  }
+
+  /**
+   * A point in the server's order of commands: everything the server ran before `client`'s ECHO is
+   * before the mark, whatever connection sent it. Resolves once MONITOR reported the mark.
+   */
+  async mark(client: Redis): Promise<number> {
+    const label = `mark:${randomUUID()}`;
+    await client.echo(label);
+    let index = -1;
+    await waitFor(() => (index = this.seen.findIndex((args) => args[1] === label)) !== -1, { what: `MONITOR to report ${label}` });
+    return index;
+  }
+
+  stop(): void {
+    this.connection.disconnect();
+  }
+}
+
+/** A script call (EVAL/EVALSHA/FCALL and their read-only forms) with every one of `words` among its keys and arguments. */
+export const scriptCallWith =
+  (...words: string[]) =>
+  (args: readonly string[]): boolean =>
+    /^(eval|fcall)/i.test(args[0] ?? '') && words.every((word) => args.includes(word));
