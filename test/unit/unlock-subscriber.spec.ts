@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { RedisClient } from '../../lib/redis/redis-client';
-import { type Sleeper, UnlockSubscriber, WAKE_ALL, WAKE_IDS, WAKE_ONE, Waiter } from '../../lib/redis/unlock-subscriber';
+import { UnlockSubscriber, WAKE_ALL, WAKE_IDS, WAKE_ONE } from '../../lib/redis/unlock-subscriber';
+import { type Sleeper, Waiter } from '../../lib/redis/waiter';
 
 /**
  * The waiters' sleeps without Redis: one shared timer over a heap of deadlines (fake timers, so
