@@ -3,7 +3,7 @@ import type { Lock, LockRunContext, RunOptions } from './locks/lock';
 import { FairLock } from './locks/fair-lock';
 import { checkLockName } from './lock.service';
 import { LockEngine } from './runtime/lock-engine';
-import { runNamed } from './runtime/run-locked';
+import { runNamed } from './locks/run-locked';
 import type { LockInfo } from './introspection/lock-info';
 
 /**

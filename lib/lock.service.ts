@@ -7,7 +7,7 @@ import { isOwnedLock } from './locks/owned-lock';
 import { RedLock } from './locks/red-lock';
 import { ReentrantLock } from './locks/reentrant-lock';
 import { LockEngine } from './runtime/lock-engine';
-import { runNamed } from './runtime/run-locked';
+import { runNamed } from './locks/run-locked';
 import type { ListLocksOptions, LockInfo } from './introspection/lock-info';
 
 export function checkLockName(name: unknown): asserts name is string {

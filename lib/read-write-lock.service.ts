@@ -4,7 +4,7 @@ import { ReadWriteLock } from './locks/read-write-lock';
 import { ReadWriteLockView, type ReadWriteMode } from './locks/read-write-lock-view';
 import { checkLockName } from './lock.service';
 import { LockEngine } from './runtime/lock-engine';
-import { runNamed } from './runtime/run-locked';
+import { runNamed } from './locks/run-locked';
 import type { LockInfo } from './introspection/lock-info';
 
 /** Read-write locks: many readers at once, or one writer. */

@@ -3,7 +3,7 @@ import { Cluster } from 'ioredis';
 import { LockError, LockLostError, LockService, LockShutdownError, LockTimeoutError, LockUnavailableError } from '../lib';
 import type { RedLock } from '../lib/locks/red-lock';
 import { LockEngine } from '../lib/runtime/lock-engine';
-import { runLocked } from '../lib/runtime/run-locked';
+import { runLocked } from '../lib/locks/run-locked';
 import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
 import { describeLockContract } from './support/lock-contract';
 import type { TestRedis } from './support/redis-server';

@@ -1,15 +1,16 @@
 import { MULTI_LOCK_EMPTY } from '../lock.messages';
 import { MEMBER_ACQUISITION, observeAcquire, type AcquisitionOptions, type LockTelemetry } from '../metrics/lock-telemetry';
 import { cancellable } from '../runtime/cancellation';
-import type { Lock, LockOptions, TryLockOptions } from './lock';
+import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
+import type { RunnableLock } from './runnable-lock';
 
 /**
  * All-or-nothing over several locks of any kind. Locks are taken in a stable order (by Redis key),
  * so two multi-locks over overlapping sets can never deadlock; on failure everything taken is
  * released.
  */
-export class MultiLock implements Lock {
+export class MultiLock implements Lock, RunnableLock {
   readonly locks: readonly OwnedLock[];
   readonly kind = 'multi';
 
@@ -30,6 +31,19 @@ export class MultiLock implements Lock {
 
   get names(): string[] {
     return this.locks.map((lock) => lock.name);
+  }
+
+  get runName(): readonly string[] {
+    return this.names;
+  }
+
+  /** Every member's entry: inside the run, each member re-enters on its own. */
+  heldEntries(): ReadonlyArray<readonly [string, string]> {
+    return this.locks.map((member) => [member.lockKey, member.ownerId] as const);
+  }
+
+  runContext(): LockRunContext {
+    return { name: this.names, signal: this.signal, fencingToken: undefined, fencingTokens: this.getFencingTokens() };
   }
 
   async lock(options?: LockOptions): Promise<void> {

@@ -10,8 +10,9 @@ import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
 import { attemptResult, checkTime } from './base-lock';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
-import type { LockOptions, TryLockOptions } from './lock';
+import type { LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
+import { heldEntriesOf, runContextOf } from './single-lock';
 
 const scripts = {
   acquire: LuaScript.named('redlock-acquire'),
@@ -77,6 +78,18 @@ export class RedLock implements OwnedLock {
 
   get hold(): HeldLock | undefined {
     return this.engine.holds.get(this.lockKey, this.ownerId);
+  }
+
+  get runName(): string {
+    return this.name;
+  }
+
+  heldEntries(): ReadonlyArray<readonly [string, string]> {
+    return heldEntriesOf(this);
+  }
+
+  runContext(): LockRunContext {
+    return runContextOf(this);
   }
 
   async lock(options?: LockOptions): Promise<void> {

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LockNotHeldError, LockTimeoutError } from '../errors';
-import { RELEASE_FAILED, RELEASE_FOUND_NOTHING } from '../lock.messages';
 import { checkLockName } from '../lock.service';
 import type { LockRunContext } from '../locks/lock';
+import { runLocked } from '../locks/run-locked';
 import { LockEngine } from '../runtime/lock-engine';
+import { PermitRun } from './permit-run';
 import { Semaphore, SemaphoreInfo, SemaphoreOptions, SemaphoreRunOptions } from './semaphore';
 
 /** Throws a `RangeError` naming the value unless `permits` is a whole number >= 1. */
@@ -36,27 +36,22 @@ export class SemaphoreService {
    * `defaultWaitTime`; else `LockTimeoutError` and `fn` never runs), runs `fn`, and gives them back
    * in `finally` whatever `fn` did.
    */
-  async run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions): Promise<T> {
-    const semaphore = this.getSemaphore(name, options);
-    const waitTime = options.waitTime ?? this.engine.options.defaultWaitTime;
-    const permit = await semaphore.tryAcquire({ ...options, waitTime });
-    if (!permit) throw new LockTimeoutError(name, waitTime);
+  run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions): Promise<T> {
+    let permits: PermitRun;
     try {
-      let signal: AbortSignal | undefined;
-      return await fn({
-        name,
-        fencingToken: permit.fencingToken,
-        get signal(): AbortSignal {
-          signal ??= permit.signal;
-          return signal;
-        },
-      });
-    } finally {
-      await permit.release().catch((error: unknown) => {
-        if (error instanceof LockNotHeldError) this.engine.logger.warn(RELEASE_FOUND_NOTHING(name));
-        else this.engine.logger.error(RELEASE_FAILED(name, error));
-      });
+      permits = new PermitRun(this.getSemaphore(name, options), options.take);
+    } catch (error) {
+      return Promise.reject(error);
     }
+    return runLocked(this.engine, permits, fn, options);
+  }
+
+  /**
+   * The innermost lock or permits the current call chain holds (a `run` callback or a decorated
+   * method, and everything they call): `{ name, signal, fencingToken }`, or undefined outside any.
+   */
+  current(): LockRunContext | undefined {
+    return this.engine.ownerContext.current();
   }
 
   /** The holders (permit id, permits, remaining lease, fencing token) and the waiters in line order. */

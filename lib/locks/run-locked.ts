@@ -1,9 +1,10 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
 import { RELEASE_FAILED, RELEASE_FOUND_NOTHING } from '../lock.messages';
-import type { LockRunContext, RunOptions } from '../locks/lock';
-import { MultiLock } from '../locks/multi-lock';
-import type { OwnedLock } from '../locks/owned-lock';
-import type { LockEngine } from './lock-engine';
+import type { LockEngine } from '../runtime/lock-engine';
+import type { LockRunContext, RunOptions } from './lock';
+import { MultiLock } from './multi-lock';
+import type { OwnedLock } from './owned-lock';
+import type { RunnableLock } from './runnable-lock';
 
 /**
  * The body of every `run` helper and of the decorators: acquire within `waitTime` (else
@@ -12,7 +13,7 @@ import type { LockEngine } from './lock-engine';
  */
 export function runLocked<T>(
   engine: LockEngine,
-  lock: OwnedLock | MultiLock,
+  lock: RunnableLock,
   fn: (context: LockRunContext) => T | Promise<T>,
   options: RunOptions | undefined,
 ): Promise<T> {
@@ -31,7 +32,7 @@ export function runLocked<T>(
   // A plain promise chain, not an async function, while the acquisition waits: a waiting caller
   // keeps no suspended frame of its own here (thousands of waiters in one process add up).
   return acquiring.then((acquired) => {
-    if (!acquired) throw new LockTimeoutError('locks' in lock ? lock.names : lock.name, waitTime);
+    if (!acquired) throw new LockTimeoutError(lock.runName, waitTime);
     return runHeld(engine, lock, fn);
   });
 }
@@ -40,22 +41,20 @@ export function runLocked<T>(
  * `fn` under the acquired `lock`, recorded in the owner context; the release once `fn` settled,
  * whatever it did. A promise chain rather than an async function: fewer promises per run.
  */
-function runHeld<T>(engine: LockEngine, lock: OwnedLock | MultiLock, fn: (context: LockRunContext) => T | Promise<T>): Promise<T> {
-  const name = 'locks' in lock ? lock.names : lock.name;
+function runHeld<T>(engine: LockEngine, lock: RunnableLock, fn: (context: LockRunContext) => T | Promise<T>): Promise<T> {
   let outcome: Promise<T>;
   try {
-    const held = 'locks' in lock ? lock.locks.map((member) => [member.lockKey, member.ownerId] as const) : [[lock.lockKey, lock.ownerId] as const];
     // The same object is `fn`'s argument and the services' `current()` inside it.
-    const context = runContext(lock, name);
-    outcome = Promise.resolve(engine.ownerContext.runWith(held, () => fn(context), context));
+    const context = lock.runContext();
+    outcome = Promise.resolve(engine.ownerContext.runWith(lock.heldEntries(), () => fn(context), context));
   } catch (error) {
     outcome = Promise.reject(error);
   }
-  return outcome.finally(() => release(engine, lock, name));
+  return outcome.finally(() => release(engine, lock));
 }
 
 /** Releases a run's lock; a failed release is logged, never thrown (it must not hide `fn`'s outcome). */
-function release(engine: LockEngine, lock: OwnedLock | MultiLock, name: string | readonly string[]): Promise<void> {
+function release(engine: LockEngine, lock: RunnableLock): Promise<void> {
   let releasing: Promise<void>;
   try {
     releasing = lock.unlock();
@@ -64,7 +63,7 @@ function release(engine: LockEngine, lock: OwnedLock | MultiLock, name: string |
   }
   return releasing.catch((error: unknown) => {
     if (error instanceof LockNotHeldError) engine.logger.warn(RELEASE_FOUND_NOTHING(error.lockName));
-    else engine.logger.error(RELEASE_FAILED(String(name), error));
+    else engine.logger.error(RELEASE_FAILED(String(lock.runName), error));
   });
 }
 
@@ -89,22 +88,4 @@ export function runNamed<T>(
   } catch (error) {
     return Promise.reject(error);
   }
-}
-
-/**
- * The context `fn` gets. A single lock's `signal` is looked up when `fn` first reads it: most
- * callers never do, and the hold then never has to create its AbortController.
- */
-function runContext(lock: OwnedLock | MultiLock, name: string | readonly string[]): LockRunContext {
-  if ('locks' in lock) return { name, signal: lock.signal, fencingToken: undefined, fencingTokens: lock.getFencingTokens() };
-  const hold = lock.hold;
-  let signal: AbortSignal | undefined;
-  return {
-    name,
-    fencingToken: lock.getFencingToken(),
-    get signal(): AbortSignal {
-      signal ??= hold?.signal ?? new AbortController().signal;
-      return signal;
-    },
-  };
 }

@@ -1,0 +1,18 @@
+import type { LockRunContext, TryLockOptions } from './lock';
+
+/**
+ * What `run` and the decorators need from a lock, whatever it is: one lock of any kind, a
+ * multi-lock, or a semaphore's permits. Each kind answers for itself, so the run helper never asks
+ * which one it has.
+ */
+export interface RunnableLock {
+  /** The name errors and logs report, and `fn`'s `context.name`: one name, or a multi-lock's names. */
+  readonly runName: string | readonly string[];
+  tryLock(options?: TryLockOptions): Promise<boolean>;
+  /** Releases the hold the run took. */
+  unlock(): Promise<void>;
+  /** Every `[lockKey, ownerId]` the run records as held by its call chain (re-entry finds them). */
+  heldEntries(): ReadonlyArray<readonly [string, string]>;
+  /** The context `fn` gets, which is also the services' `current()` inside it. */
+  runContext(): LockRunContext;
+}
