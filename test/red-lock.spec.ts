@@ -15,7 +15,7 @@ const redLock = (app: TestingModule, name: string): RedLock => app.get(LockServi
 describeLockContract({
   kind: 'redlock',
   make: (app, name) => app.get(LockService).getRedLock(name),
-  run: (app, name, fn, options) => runLocked(app.get(LockEngine), redLock(app, name), fn, options),
+  run: (app, name, fn, options) => runLocked(app.get(LockEngine), redLock(app, name), fn, options) as ReturnType<typeof fn>,
   redisKey: (name) => `lock:{${name}}`,
   // A generous per-master bound: the contract is about lock semantics, not a loaded CI's event loop.
   moduleOptions: (redisUrl) => ({ redlock: { clients: [redisUrl], masterTimeout: 1_000 } }),

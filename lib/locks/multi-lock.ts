@@ -71,6 +71,13 @@ export class MultiLock implements Lock, RunnableLock {
     if (failed) throw failed.reason;
   }
 
+  /** `keepHeldFor` on every member; the first error (if any) is rethrown after all were tried. */
+  async keepHeldFor(ms: number): Promise<void> {
+    const outcomes = await Promise.allSettled([...this.locks].reverse().map((lock) => lock.keepHeldFor(ms)));
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
   async forceUnlock(): Promise<boolean> {
     const results = await Promise.all(this.locks.map((lock) => lock.forceUnlock()));
     return results.some(Boolean);

@@ -92,6 +92,15 @@ export class RedLock implements OwnedLock {
     return runContextOf(this);
   }
 
+  /** The renewal with `ms` as the lease on every master (a majority must still hold it), in place of the release. */
+  async keepHeldFor(ms: number): Promise<void> {
+    const hold = this.hold;
+    if (!hold || hold.holdCount > 1) return this.unlock();
+    // Out of the registry first, as a release: the watchdog must not renew it past `ms` meanwhile.
+    this.engine.holds.released(hold);
+    if (!(await this.renew(ms))) throw new LockNotHeldError(this.name);
+  }
+
   async lock(options?: LockOptions): Promise<void> {
     await this.observedAcquire(Number.POSITIVE_INFINITY, options);
   }

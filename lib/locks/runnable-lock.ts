@@ -15,4 +15,10 @@ export interface RunnableLock {
   heldEntries(): ReadonlyArray<readonly [string, string]>;
   /** The context `fn` gets, which is also the services' `current()` inside it. */
   runContext(): LockRunContext;
+  /**
+   * `minHoldTime`'s release: the last hold is not released but left to expire `ms` from now (the
+   * kind's renewal with that lease, on every member or master), and forgotten here, so nothing
+   * renews it; a re-entered hold only drops its count, as `unlock` does.
+   */
+  keepHeldFor(ms: number): Promise<void>;
 }

@@ -1,3 +1,4 @@
+import { LockNotHeldError } from '../errors';
 import { BaseLock } from './base-lock';
 import type { LockRunContext } from './lock';
 import type { OwnedLock } from './owned-lock';
@@ -37,5 +38,21 @@ export abstract class SingleLock extends BaseLock implements RunnableLock {
 
   runContext(): LockRunContext {
     return runContextOf(this);
+  }
+
+  /**
+   * The kind's renewal script with `ms` as the lease, in place of the release: the owner's hold (for
+   * a read-write lock, whatever it still holds) then expires in Redis by itself.
+   */
+  keepHeldFor(ms: number): Promise<void> {
+    const hold = this.hold;
+    if (!hold || hold.holdCount > 1) return this.unlock();
+    const { engine } = this;
+    // Forgotten first, as a release does: the watchdog must not renew it past `ms` meanwhile.
+    engine.holds.released(hold);
+    const { script, keys, args } = this.renewalCall(ms);
+    return engine.call(this.name, (ticket) => script.run(engine.client, keys, args, ticket)).then((renewed) => {
+      if (renewed !== 1) throw new LockNotHeldError(this.name);
+    });
   }
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { checkLockName } from '../lock.service';
-import type { LockRunContext } from '../locks/lock';
+import type { LockRunContext, RunPolicy, SkippingRunOptions, WaitingRunOptions } from '../locks/lock';
 import { runLocked } from '../locks/run-locked';
 import { LockEngine } from '../runtime/lock-engine';
 import { PermitRun } from './permit-run';
@@ -34,9 +34,12 @@ export class SemaphoreService {
   /**
    * Takes `take` permits (default 1) of `name` within `waitTime` (default: the module's
    * `defaultWaitTime`; else `LockTimeoutError` and `fn` never runs), runs `fn`, and gives them back
-   * in `finally` whatever `fn` did.
+   * in `finally` whatever `fn` did. `skipIfLocked` and `minHoldTime` as for `LockService.run`.
    */
-  run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions): Promise<T> {
+  run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & SkippingRunOptions): Promise<T | undefined>;
+  run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & WaitingRunOptions): Promise<T>;
+  run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & RunPolicy): Promise<T | undefined>;
+  run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & RunPolicy): Promise<T | undefined> {
     let permits: PermitRun;
     try {
       permits = new PermitRun(this.getSemaphore(name, options), options.take);
