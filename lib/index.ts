@@ -44,3 +44,4 @@ export {
   LockShutdownError,
   LockUnavailableError,
 } from './errors';
+export type { LockErrorExtensions } from './errors';
