@@ -18,16 +18,30 @@ export class LockError extends Error {
 }
 
 /**
+ * What a GraphQL server answers for a lock error: graphql-js copies an error's own `extensions`
+ * into the GraphQL error it makes of it, and Apollo and Mercurius keep a `code` found there instead
+ * of INTERNAL_SERVER_ERROR.
+ */
+export interface LockErrorExtensions {
+  readonly code: 'LOCKED' | 'SERVICE_UNAVAILABLE';
+  readonly statusCode: 423 | 503;
+  readonly lockName: string | readonly string[];
+}
+
+/**
  * The lock was not acquired within `waitTime`. `statusCode` 423 lets Nest's HTTP layer answer
- * 423 Locked instead of 500 even without the library's exception filter.
+ * 423 Locked instead of 500 even without the library's exception filter; `extensions` carries the
+ * code `LOCKED` to GraphQL clients.
  */
 export class LockTimeoutError extends LockError {
   readonly statusCode = 423;
+  readonly extensions: LockErrorExtensions;
   constructor(
     readonly lockName: string | readonly string[],
     readonly waitTime: number,
   ) {
     super(LOCK_NOT_ACQUIRED(lockName, waitTime));
+    this.extensions = { code: 'LOCKED', statusCode: 423, lockName };
   }
 }
 
@@ -61,10 +75,12 @@ export class LockUpgradeError extends LockError {
 /**
  * Redis could not be asked: unreachable, not answering within `commandTimeout`, or answering with an
  * error (READONLY, LOADING, CLUSTERDOWN, OOM, ...). Not contention: `cause` holds the Redis error.
- * `statusCode` 503 lets Nest's HTTP layer answer 503 even without the library's exception filter.
+ * `statusCode` 503 lets Nest's HTTP layer answer 503 even without the library's exception filter;
+ * `extensions` carries the code `SERVICE_UNAVAILABLE` to GraphQL clients.
  */
 export class LockUnavailableError extends LockError {
   readonly statusCode = 503;
+  readonly extensions: LockErrorExtensions;
   constructor(
     readonly lockName: string | readonly string[],
     cause: unknown,
@@ -72,6 +88,7 @@ export class LockUnavailableError extends LockError {
     readonly retryAfter = 1,
   ) {
     super(LOCK_UNAVAILABLE(lockName, cause instanceof Error ? cause.message : String(cause), cause instanceof NoAnswerError), { cause });
+    this.extensions = { code: 'SERVICE_UNAVAILABLE', statusCode: 503, lockName };
   }
 }
 

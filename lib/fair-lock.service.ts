@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Lock, LockRunContext, RunOptions } from './locks/lock';
+import type { Lock, LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOptions } from './locks/lock';
 import { FairLock } from './locks/fair-lock';
 import { checkLockName } from './validators';
 import { LockEngine } from './runtime/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
-import { runNamed } from './runtime/run-locked';
+import { runNamed } from './locks/run-locked';
 import type { LockInfo } from './introspection/lock-info';
 
 /**
@@ -30,7 +30,10 @@ export class FairLockService {
    * Waits in line for `name` (or for every name of an array, as one multi-lock) within `waitTime`,
    * runs `fn`, and releases whatever `fn` did. Throws `LockTimeoutError` without calling `fn` on timeout.
    */
-  run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T> {
+  run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options: SkippingRunOptions): Promise<T | undefined>;
+  run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: WaitingRunOptions): Promise<T>;
+  run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined>;
+  run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined> {
     return runNamed(this.engine, name, (n, owner) => this.fair(n, owner), fn, options);
   }
 

@@ -11,7 +11,16 @@ export type { AcquireOptions, SemaphoreOptions, SemaphoreRunOptions, SemaphoreIn
 export { SemaphoreLimitError } from './semaphores/semaphore-errors';
 export { DistributedSemaphore } from './decorators/distributed-semaphore.decorator';
 export type { DistributedSemaphoreOptions } from './decorators/semaphore-method';
-export type { Lock, LockOptions, TryLockOptions, RunOptions, LockRunContext } from './locks/lock';
+export type {
+  Lock,
+  LockOptions,
+  TryLockOptions,
+  RunOptions,
+  RunPolicy,
+  SkippingRunOptions,
+  WaitingRunOptions,
+  LockRunContext,
+} from './locks/lock';
 export type { MultiLock } from './locks/multi-lock';
 export { DistributedLock, FairLock, ReadLock, WriteLock } from './decorators/distributed-lock.decorator';
 export { LockContext } from './decorators/lock-context.decorator';
@@ -36,3 +45,4 @@ export {
   LockShutdownError,
   LockUnavailableError,
 } from './errors';
+export type { LockErrorExtensions } from './errors';

@@ -80,6 +80,22 @@ export const INVALID_PERMITS = (value: unknown): string => `permits must be a wh
 export const INVALID_TAKE = (permits: number, take: unknown): string =>
   `take must be a whole number from 1 to the semaphore's permits (${permits}) (got ${String(take)})`;
 
+// --- jobs and consumers (skipIfLocked, minHoldTime) ---
+
+const showNames = (name: string | readonly string[]): string =>
+  typeof name === 'string' ? show(name) : `[${name.map((n) => show(n)).join(', ')}]`;
+
+/** Debug level only: a skipped run is the expected outcome on every replica but one. */
+export const LOCK_SKIPPED = (name: string | readonly string[], waitTime: number): string =>
+  `Lock ${showNames(name)} is held elsewhere: not acquired within ${waitTime} ms, the work was skipped (skipIfLocked)`;
+
+export const INVALID_MIN_HOLD_TIME = (value: unknown): string =>
+  `minHoldTime must be a finite number of milliseconds >= 0 (got ${show(value)})`;
+
+export const MIN_HOLD_OVER_LEASE = (minHoldTime: number, leaseTime: number): string =>
+  `minHoldTime (${minHoldTime} ms) must not exceed leaseTime (${leaseTime} ms): the lock would expire ` +
+  'before its minimum hold ended';
+
 // --- decorators and key templates ---
 
 /** The method decorator a configuration error names (`@FairLock` and the like are `@DistributedLock`). */
@@ -152,6 +168,15 @@ export const DECORATOR_BAD_OPTION = (
   value: unknown,
   decorator: DecoratorName = '@DistributedLock',
 ): string => `${decorator} on ${method}: option "${option}" must be ${expected} (got ${show(value)})`;
+
+export const DECORATOR_MIN_HOLD_OVER_LEASE = (
+  method: string,
+  minHoldTime: number,
+  leaseTime: number,
+  decorator: DecoratorName = '@DistributedLock',
+): string =>
+  `${decorator} on ${method}: option "minHoldTime" (${minHoldTime} ms) must not exceed "leaseTime" ` +
+  `(${leaseTime} ms): the lock would expire before its minimum hold ended`;
 
 export const DECORATOR_NOT_A_METHOD = (method: string, decorator: DecoratorName = '@DistributedLock'): string =>
   `${decorator} on ${method}: only methods can be ${isSemaphore(decorator) ? 'decorated' : 'locked'} (not getters, setters or fields)`;

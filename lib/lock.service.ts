@@ -1,14 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LockError } from './errors';
 import { MULTI_LOCK_FOREIGN_MEMBER, REDLOCK_NOT_CONFIGURED } from './lock.messages';
-import type { Lock, LockRunContext, RunOptions } from './locks/lock';
+import type { Lock, LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOptions } from './locks/lock';
 import { MultiLock } from './locks/multi-lock';
 import { isOwnedLock } from './locks/owned-lock';
 import { RedLock } from './locks/red-lock';
 import { ReentrantLock } from './locks/reentrant-lock';
 import { LockEngine } from './runtime/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
-import { runNamed } from './runtime/run-locked';
+import { runNamed } from './locks/run-locked';
 import type { ListLocksOptions, LockInfo } from './introspection/lock-info';
 import { checkLockName } from './validators';
 
@@ -60,7 +60,10 @@ export class LockService {
    * Acquires `name` (or every name of an array, as one multi-lock) within `waitTime`, runs `fn`,
    * and releases whatever `fn` did. Throws `LockTimeoutError` without calling `fn` on timeout.
    */
-  run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T> {
+  run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options: SkippingRunOptions): Promise<T | undefined>;
+  run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: WaitingRunOptions): Promise<T>;
+  run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined>;
+  run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined> {
     return runNamed(this.engine, name, (n, owner) => this.reentrant(n, owner), fn, options);
   }
 

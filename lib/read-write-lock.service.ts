@@ -1,11 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { LockRunContext, RunOptions } from './locks/lock';
+import type { LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOptions } from './locks/lock';
 import { ReadWriteLock } from './locks/read-write-lock';
 import { ReadWriteLockView, type ReadWriteMode } from './locks/read-write-lock-view';
 import { checkLockName } from './validators';
 import { LockEngine } from './runtime/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
-import { runNamed } from './runtime/run-locked';
+import { runNamed } from './locks/run-locked';
 import type { LockInfo } from './introspection/lock-info';
 
 /** Read-write locks: many readers at once, or one writer. */
@@ -31,7 +31,10 @@ export class ReadWriteLockService {
    * runs, alongside other readers. Inside a `runWrite` of the same name this re-uses the writer's
    * owner (a downgrade). Throws `LockTimeoutError` without calling `fn` on timeout.
    */
-  runRead<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T> {
+  runRead<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options: SkippingRunOptions): Promise<T | undefined>;
+  runRead<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: WaitingRunOptions): Promise<T>;
+  runRead<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined>;
+  runRead<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined> {
     return this.runIn('read', name, fn, options);
   }
 
@@ -40,7 +43,10 @@ export class ReadWriteLockService {
    * runs. Inside a `runRead` of the same name this rejects with `LockUpgradeError` at once (waiting
    * for itself would never end). Throws `LockTimeoutError` without calling `fn` on timeout.
    */
-  runWrite<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T> {
+  runWrite<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options: SkippingRunOptions): Promise<T | undefined>;
+  runWrite<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: WaitingRunOptions): Promise<T>;
+  runWrite<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined>;
+  runWrite<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined> {
     return this.runIn('write', name, fn, options);
   }
 
@@ -70,7 +76,7 @@ export class ReadWriteLockService {
     name: string | readonly string[],
     fn: (context: LockRunContext) => T | Promise<T>,
     options: RunOptions | undefined,
-  ): Promise<T> {
+  ): Promise<T | undefined> {
     return runNamed(this.engine, name, (n, owner) => this.view(mode, n, owner), fn, options);
   }
 

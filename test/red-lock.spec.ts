@@ -3,7 +3,7 @@ import { Cluster } from 'ioredis';
 import { LockError, LockLostError, LockService, LockShutdownError, LockTimeoutError, LockUnavailableError } from '../lib';
 import type { RedLock } from '../lib/locks/red-lock';
 import { LockEngine } from '../lib/runtime/lock-engine';
-import { runLocked } from '../lib/runtime/run-locked';
+import { runLocked } from '../lib/locks/run-locked';
 import { CommandMonitor, scriptCallWith } from './support/command-monitor';
 import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
 import { describeLockContract } from './support/lock-contract';
@@ -17,7 +17,7 @@ const redLock = (app: TestingModule, name: string): RedLock => app.get(LockServi
 describeLockContract({
   kind: 'redlock',
   make: (app, name) => app.get(LockService).getRedLock(name),
-  run: (app, name, fn, options) => runLocked(app.get(LockEngine), redLock(app, name), fn, options),
+  run: (app, name, fn, options) => runLocked(app.get(LockEngine), redLock(app, name), fn, options) as ReturnType<typeof fn>,
   redisKey: (name) => `lock:{${name}}`,
   // A generous per-master bound: the contract is about lock semantics, not a loaded CI's event loop.
   moduleOptions: (redisUrl) => ({ redlock: { clients: [redisUrl], masterTimeout: 1_000 } }),

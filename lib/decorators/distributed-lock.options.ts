@@ -18,6 +18,19 @@ export interface DistributedLockOptions {
   waitTime?: number;
   /** Lease in ms: the lock expires by itself and is never renewed. Omit it to let the watchdog renew. */
   leaseTime?: number;
+  /**
+   * Not acquired within `waitTime` (default 0 with this option): the method does not run and its
+   * call resolves `undefined`, logged at debug level only (a `@Cron` job every replica schedules).
+   * Redis being unreachable still rejects with `LockUnavailableError`.
+   */
+  skipIfLocked?: boolean;
+  /**
+   * Ms after the acquisition the lock stays held even when the method finished sooner (left as the
+   * lock's expiry in Redis, no timer), so a replica whose timer runs late skips instead of running
+   * the same tick again. Must not exceed `leaseTime`; pick it above the worst clock/timer skew and
+   * below the job's interval.
+   */
+  minHoldTime?: number;
 }
 
 /** Options of the sugar decorators, whose mode is in their name. */

@@ -1,7 +1,7 @@
 import { LockShutdownError } from '../errors';
 import type { FairLockService } from '../fair-lock.service';
 import type { LockService } from '../lock.service';
-import type { LockRunContext, RunOptions } from '../locks/lock';
+import type { LockRunContext, RunOptions, RunPolicy } from '../locks/lock';
 import type { ReadWriteLockService } from '../read-write-lock.service';
 import type { SemaphoreRunOptions } from '../semaphores/semaphore';
 import type { SemaphoreService } from '../semaphores/semaphore.service';
@@ -26,12 +26,17 @@ export class LockBinding {
   ) {}
 
   /** `@DistributedSemaphore`: takes permits of the semaphore `name` around `body`. */
-  runSemaphore<T>(name: string, body: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions): Promise<T> {
+  runSemaphore<T>(
+    name: string,
+    body: (context: LockRunContext) => T | Promise<T>,
+    options: SemaphoreRunOptions & RunPolicy,
+  ): Promise<T | undefined> {
     if (this.closed || !this.semaphores) return Promise.reject(new LockShutdownError(name));
     return this.semaphores.run(name, body, options);
   }
 
-  run<T>(mode: LockMode, names: LockNames, body: (context: LockRunContext) => T | Promise<T>, options: RunOptions): Promise<T> {
+  /** Resolves `undefined` without running `body` when `options.skipIfLocked` skipped a busy lock. */
+  run<T>(mode: LockMode, names: LockNames, body: (context: LockRunContext) => T | Promise<T>, options: RunOptions): Promise<T | undefined> {
     if (this.closed) return Promise.reject(new LockShutdownError(typeof names === 'string' ? names : names.join(',')));
     switch (mode) {
       case 'reentrant':

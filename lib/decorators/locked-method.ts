@@ -2,6 +2,7 @@ import { KeyTemplateError } from '../errors';
 import {
   DECORATOR_BAD_KEY,
   DECORATOR_BAD_OPTION,
+  DECORATOR_MIN_HOLD_OVER_LEASE,
   DECORATOR_NOT_ASYNC,
   type DecoratorName,
   KEY_FUNCTION_BAD_RESULT,
@@ -12,7 +13,7 @@ import { DistributedLockOptions, LOCK_MODES, LockKey, LockMode } from './distrib
 import { compileKeyTemplate, KeyBuilder } from './key-template';
 import { declaredParameters } from './parameter-names';
 
-const KNOWN_OPTIONS = ['mode', 'waitTime', 'leaseTime'];
+const KNOWN_OPTIONS = ['mode', 'waitTime', 'leaseTime', 'skipIfLocked', 'minHoldTime'];
 
 /**
  * What `@DistributedLock` knows about one method, worked out once at decoration time: the compiled
@@ -60,7 +61,7 @@ export class LockedMethod {
   }
 
   /** Runs `body` under this method's lock (`@DistributedSemaphore` takes permits instead). */
-  run<T>(binding: LockBinding, names: LockNames, body: (context: LockRunContext) => T | Promise<T>, options: RunOptions): Promise<T> {
+  run<T>(binding: LockBinding, names: LockNames, body: (context: LockRunContext) => T | Promise<T>, options: RunOptions): Promise<T | undefined> {
     return binding.run(this.mode, names, body, options);
   }
 
@@ -81,18 +82,37 @@ function checkOptions(
   for (const option of Object.keys(options)) {
     if (!KNOWN_OPTIONS.includes(option)) throw bad(option, `one of the known options (${KNOWN_OPTIONS.join(', ')})`, option);
   }
-  const { mode = 'reentrant', waitTime, leaseTime } = options;
+  const { mode = 'reentrant' } = options;
   if (!LOCK_MODES.includes(mode)) throw bad('mode', LOCK_MODES.map((m) => `'${m}'`).join(' | '), mode);
+  return { mode, runOptions: checkRunOptions(method, options, decorator) };
+}
+
+/**
+ * The run options every lock decorator shares (`waitTime`, `leaseTime`, `skipIfLocked`,
+ * `minHoldTime`), checked at bootstrap; each error names the method and the option.
+ */
+export function checkRunOptions(method: string, options: RunOptions, decorator: DecoratorName): RunOptions {
+  const bad = (option: string, expected: string, value: unknown) => new TypeError(DECORATOR_BAD_OPTION(method, option, expected, value, decorator));
+  const { waitTime, leaseTime, skipIfLocked, minHoldTime } = options;
   if (waitTime !== undefined && (typeof waitTime !== 'number' || Number.isNaN(waitTime) || waitTime < 0)) {
     throw bad('waitTime', 'a number of milliseconds >= 0', waitTime);
   }
   if (leaseTime !== undefined && (typeof leaseTime !== 'number' || !Number.isFinite(leaseTime) || leaseTime <= 0)) {
     throw bad('leaseTime', 'a finite number of milliseconds > 0', leaseTime);
   }
+  if (skipIfLocked !== undefined && typeof skipIfLocked !== 'boolean') throw bad('skipIfLocked', 'a boolean', skipIfLocked);
+  if (minHoldTime !== undefined && (typeof minHoldTime !== 'number' || !Number.isFinite(minHoldTime) || minHoldTime < 0)) {
+    throw bad('minHoldTime', 'a finite number of milliseconds >= 0', minHoldTime);
+  }
+  if (minHoldTime !== undefined && leaseTime !== undefined && minHoldTime > leaseTime) {
+    throw new RangeError(DECORATOR_MIN_HOLD_OVER_LEASE(method, minHoldTime, leaseTime, decorator));
+  }
   const runOptions: RunOptions = {};
   if (waitTime !== undefined) runOptions.waitTime = waitTime;
   if (leaseTime !== undefined) runOptions.leaseTime = leaseTime;
-  return { mode, runOptions };
+  if (skipIfLocked) runOptions.skipIfLocked = true;
+  if (minHoldTime) runOptions.minHoldTime = minHoldTime;
+  return runOptions;
 }
 
 /**

@@ -15,9 +15,13 @@ export interface DistributedSemaphoreOptions {
   waitTime?: number;
   /** Lease in ms: the permits go back by themselves and are never renewed. Omit it to let the watchdog renew. */
   leaseTime?: number;
+  /** No permits within `waitTime` (default 0 then): the method does not run and resolves `undefined`. See `RunPolicy`. */
+  skipIfLocked?: boolean;
+  /** Ms after the acquisition the permits stay taken, even when the method finished sooner. See `RunPolicy`. */
+  minHoldTime?: number;
 }
 
-const KNOWN_OPTIONS = ['permits', 'take', 'waitTime', 'leaseTime'];
+const KNOWN_OPTIONS = ['permits', 'take', 'waitTime', 'leaseTime', 'skipIfLocked', 'minHoldTime'];
 
 /** Why `@DistributedSemaphore`'s own options cannot be used, or undefined. */
 function semaphoreProblem(method: string, key: LockKey, options: DistributedSemaphoreOptions | undefined): Error | undefined {
@@ -56,15 +60,21 @@ export class SemaphoreMethod extends LockedMethod {
     earlierProblem?: Error,
   ) {
     const problem = earlierProblem ?? semaphoreProblem(method, key, options);
-    const lockOptions: { waitTime?: number; leaseTime?: number } = {};
-    if (options?.waitTime !== undefined) lockOptions.waitTime = options.waitTime;
-    if (options?.leaseTime !== undefined) lockOptions.leaseTime = options.leaseTime;
+    const lockOptions: Omit<DistributedSemaphoreOptions, 'permits' | 'take'> = {};
+    for (const option of ['waitTime', 'leaseTime', 'skipIfLocked', 'minHoldTime'] as const) {
+      if (options?.[option] !== undefined) (lockOptions as Record<string, unknown>)[option] = options[option];
+    }
     super(method, key, lockOptions, original, declaredReturnType, problem, '@DistributedSemaphore');
     this.permits = options?.permits;
     this.take = options?.take;
   }
 
-  override run<T>(binding: LockBinding, names: LockNames, body: (context: LockRunContext) => T | Promise<T>, options: RunOptions): Promise<T> {
+  override run<T>(
+    binding: LockBinding,
+    names: LockNames,
+    body: (context: LockRunContext) => T | Promise<T>,
+    options: RunOptions,
+  ): Promise<T | undefined> {
     if (typeof names !== 'string') {
       return Promise.reject(new KeyTemplateError(SEMAPHORE_KEY_SEVERAL(this.method)));
     }

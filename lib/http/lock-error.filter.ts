@@ -44,9 +44,10 @@ export function lockErrorResponse(error: LockTimeoutError | LockUnavailableError
  * Registered by LockModule for the whole application. In an HTTP request, a lock not acquired
  * within its `waitTime` (decorated method or `run`) answers 423 Locked, and Redis being unreachable
  * answers 503 Service Unavailable with a `Retry-After` header; both with a JSON body naming the
- * lock, never 500. Contention is expected, so nothing is logged as an error. Other contexts get the
- * error itself: an RPC caller receives it through the transport, a WebSocket client as an
- * `exception` event, anything else (GraphQL, plain providers) sees it rethrown as if no filter existed.
+ * lock, never 500. Contention is expected, so nothing is logged as an error. Other transports get
+ * the same body: an RPC caller (@nestjs/microservices) as the error of its call, a WebSocket client
+ * as an `exception` event. Anything else (GraphQL, plain providers) sees the error rethrown as if no
+ * filter existed: GraphQL servers answer its `extensions.code` (`LOCKED`, `SERVICE_UNAVAILABLE`).
  */
 @Catch(LockTimeoutError, LockUnavailableError)
 export class LockErrorFilter implements ExceptionFilter<LockTimeoutError | LockUnavailableError> {
@@ -56,14 +57,12 @@ export class LockErrorFilter implements ExceptionFilter<LockTimeoutError | LockU
     switch (host.getType<string>()) {
       case 'http':
         return this.reply(error, host);
-      case 'rpc':
-        return throwError(() => error);
+      case 'rpc': {
+        const { body } = lockErrorResponse(error);
+        return throwError(() => body);
+      }
       case 'ws':
-        host.switchToWs().getClient<{ emit?: (event: string, body: unknown) => void }>().emit?.('exception', {
-          status: 'error',
-          message: error.message,
-          lockName: error.lockName,
-        });
+        host.switchToWs().getClient<{ emit?: (event: string, body: unknown) => void }>().emit?.('exception', lockErrorResponse(error).body);
         return undefined;
       default:
         throw error;

@@ -2,7 +2,8 @@ import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
-import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lock';
+import { AttemptResult, attemptResult, ReleaseResult } from './base-lock';
+import { SingleLock } from './single-lock';
 
 const fairScripts = {
   acquire: LuaScript.named('fair-acquire'),
@@ -18,7 +19,7 @@ const fairScripts = {
  * refreshes the waiter's deadline, which makes the retries heartbeats and lets a crashed waiter
  * drop out of the line after `fairLockWaiterTimeout`.
  */
-export class FairLock extends BaseLock {
+export class FairLock extends SingleLock {
   readonly kind = 'fair';
 
   private get lineKeys(): [string, string, string] {

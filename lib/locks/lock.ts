@@ -23,11 +23,38 @@ export interface TryLockOptions extends LockOptions {
   waitTime?: number;
 }
 
+/**
+ * How `run` and the decorators treat work that must happen once rather than wait its turn (a job
+ * every replica schedules, a queue consumer): skip when someone else has the lock, and keep the lock
+ * a little after a fast body so a replica that runs late skips too.
+ */
+export interface RunPolicy {
+  /**
+   * When the lock is not acquired within `waitTime` (default 0 with this option), the body does not
+   * run and the call resolves `undefined` instead of throwing `LockTimeoutError`; logged at debug
+   * level, counted as `lock.outcome` = `skipped`. Redis being unreachable still rejects with
+   * `LockUnavailableError`.
+   */
+  skipIfLocked?: boolean;
+  /**
+   * Ms after the acquisition during which the lock stays held, even when the body finished sooner:
+   * the release leaves the rest as the lock's expiry in Redis (no timer in the process, and a crash
+   * right after frees it by then too). Must not exceed `leaseTime`.
+   */
+  minHoldTime?: number;
+}
+
 /** Options of `run()` and the decorators. */
-export interface RunOptions extends LockOptions {
-  /** How long to wait for the lock, in ms. Default: the module's `defaultWaitTime`. */
+export interface RunOptions extends LockOptions, RunPolicy {
+  /** How long to wait for the lock, in ms. Default: the module's `defaultWaitTime` (0 with `skipIfLocked`). */
   waitTime?: number;
 }
+
+/** `run()` options that skip a busy lock: the call then resolves `undefined` instead of the body's result. */
+export type SkippingRunOptions = RunOptions & { skipIfLocked: true };
+
+/** `run()` options that wait (and throw `LockTimeoutError`) rather than skip: the call resolves the body's result. */
+export type WaitingRunOptions = RunOptions & { skipIfLocked?: false };
 
 /** A distributed lock, whatever its kind. */
 export interface Lock {

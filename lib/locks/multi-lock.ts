@@ -1,15 +1,16 @@
 import { MULTI_LOCK_EMPTY } from '../lock.messages';
 import { MEMBER_ACQUISITION, observeAcquire, type AcquisitionOptions, type LockTelemetry } from '../metrics/lock-telemetry';
 import { cancellable } from '../runtime/cancellation';
-import type { Lock, LockOptions, TryLockOptions } from './lock';
+import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
+import type { RunnableLock } from './runnable-lock';
 
 /**
  * All-or-nothing over several locks of any kind. Locks are taken in a stable order (by Redis key),
  * so two multi-locks over overlapping sets can never deadlock; on failure everything taken is
  * released.
  */
-export class MultiLock implements Lock {
+export class MultiLock implements Lock, RunnableLock {
   /** @internal The members, deduplicated, in the order they are taken. */
   readonly locks: readonly OwnedLock[];
   readonly kind = 'multi';
@@ -34,6 +35,19 @@ export class MultiLock implements Lock {
     return this.locks.map((lock) => lock.name);
   }
 
+  get runName(): readonly string[] {
+    return this.names;
+  }
+
+  /** Every member's entry: inside the run, each member re-enters on its own. */
+  heldEntries(): ReadonlyArray<readonly [string, string]> {
+    return this.locks.map((member) => [member.lockKey, member.ownerId] as const);
+  }
+
+  runContext(): LockRunContext {
+    return { name: this.names, signal: this.signal, fencingToken: undefined, fencingTokens: this.getFencingTokens() };
+  }
+
   async lock(options?: LockOptions): Promise<void> {
     await this.observedAcquire(Number.POSITIVE_INFINITY, options);
   }
@@ -55,6 +69,13 @@ export class MultiLock implements Lock {
   /** Releases every member; the first error (if any) is rethrown after all were tried. */
   async unlock(): Promise<void> {
     const outcomes = await Promise.allSettled([...this.locks].reverse().map((lock) => lock.unlock()));
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  /** `keepHeldFor` on every member; the first error (if any) is rethrown after all were tried. */
+  async keepHeldFor(ms: number): Promise<void> {
+    const outcomes = await Promise.allSettled([...this.locks].reverse().map((lock) => lock.keepHeldFor(ms)));
     const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
     if (failed) throw failed.reason;
   }

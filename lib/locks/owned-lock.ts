@@ -1,11 +1,12 @@
 import type { HeldLock } from '../runtime/held-locks';
 import type { Lock } from './lock';
+import type { RunnableLock } from './runnable-lock';
 
 /**
  * A lock object bound to one owner: what a multi-lock and the run helpers need from each member,
  * whatever its kind (the single-server kinds of `BaseLock`, or a RedLock over several masters).
  */
-export interface OwnedLock extends Lock {
+export interface OwnedLock extends Lock, RunnableLock {
   /** Identifies the lock in this process: the owner context and the hold registry are keyed by it. */
   readonly lockKey: string;
   readonly ownerId: string;
@@ -19,6 +20,7 @@ export function isOwnedLock(value: unknown): value is OwnedLock {
     value !== null &&
     typeof (value as OwnedLock).lockKey === 'string' &&
     typeof (value as OwnedLock).ownerId === 'string' &&
-    typeof (value as OwnedLock).tryLock === 'function'
+    typeof (value as OwnedLock).tryLock === 'function' &&
+    typeof (value as OwnedLock).runContext === 'function'
   );
 }

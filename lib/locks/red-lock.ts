@@ -11,8 +11,9 @@ import { attemptResult } from './base-lock';
 import { Acquisition, checkAcquisitionTimes, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
-import type { LockOptions, TryLockOptions } from './lock';
+import type { LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
+import { heldEntriesOf, runContextOf } from './single-lock';
 
 const scripts = {
   acquire: LuaScript.named('redlock-acquire'),
@@ -79,6 +80,27 @@ export class RedLock implements OwnedLock, Contender<boolean> {
 
   get hold(): HeldLock | undefined {
     return this.engine.holds.get(this.lockKey, this.ownerId);
+  }
+
+  get runName(): string {
+    return this.name;
+  }
+
+  heldEntries(): ReadonlyArray<readonly [string, string]> {
+    return heldEntriesOf(this);
+  }
+
+  runContext(): LockRunContext {
+    return runContextOf(this);
+  }
+
+  /** The renewal with `ms` as the lease on every master (a majority must still hold it), in place of the release. */
+  async keepHeldFor(ms: number): Promise<void> {
+    const hold = this.hold;
+    if (!hold || hold.holdCount > 1) return this.unlock();
+    // Out of the registry first, as a release: the watchdog must not renew it past `ms` meanwhile.
+    this.engine.holds.released(hold);
+    if (!(await this.renew(ms))) throw new LockNotHeldError(this.name);
   }
 
   async lock(options?: LockOptions): Promise<void> {

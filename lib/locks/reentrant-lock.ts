@@ -2,10 +2,11 @@ import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
 import type { ScriptCall } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
-import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lock';
+import { AttemptResult, attemptResult, ReleaseResult } from './base-lock';
+import { SingleLock } from './single-lock';
 
 /** The reentrant lock: a hash of owner -> hold count whose TTL is the lease (DESIGN §4). */
-export class ReentrantLock extends BaseLock {
+export class ReentrantLock extends SingleLock {
   readonly kind = 'reentrant';
 
   // The release's channel key, made once per lock object. (The acquire keys are not kept: a lock

@@ -34,7 +34,7 @@ interface OtelApi {
 /** The `lock.kind` attribute. */
 export type LockKind = 'reentrant' | 'fair' | 'read' | 'write' | 'multi' | 'redlock' | 'semaphore';
 /** The `lock.outcome` attribute of `lock.acquisitions` and `lock.wait.duration`. */
-export type AcquireOutcome = 'acquired' | 'timeout' | 'unavailable' | 'cancelled';
+export type AcquireOutcome = 'acquired' | 'timeout' | 'unavailable' | 'cancelled' | 'skipped';
 
 /** `lock.key_template` when the caller gave none (no decorator template, no `metricName`). */
 export const NO_TEMPLATE = '(none)';
@@ -45,11 +45,18 @@ export const NO_TEMPLATE = '(none)';
  */
 export const MEMBER_ACQUISITION = Symbol('nestjs-redis-locks:member-acquisition');
 
+/**
+ * Set on the options of an acquisition made for `skipIfLocked`: not acquiring is then the expected
+ * outcome on every replica but one, counted as `skipped` rather than `timeout`.
+ */
+export const SKIPS_IF_LOCKED = Symbol('nestjs-redis-locks:skips-if-locked');
+
 /** What an acquisition says about itself to the telemetry. */
 export interface AcquisitionOptions {
   readonly signal?: AbortSignal;
   readonly metricName?: string;
   readonly [MEMBER_ACQUISITION]?: boolean;
+  readonly [SKIPS_IF_LOCKED]?: boolean;
 }
 
 /** Loads the optional peer `@opentelemetry/api`; undefined when the application does not have it. */
@@ -165,7 +172,7 @@ export class LockTelemetry {
     let failure: unknown;
     try {
       const acquired = await acquire();
-      outcome = acquired ? 'acquired' : 'timeout';
+      outcome = acquired ? 'acquired' : options?.[SKIPS_IF_LOCKED] ? 'skipped' : 'timeout';
       return acquired;
     } catch (error) {
       failure = error;

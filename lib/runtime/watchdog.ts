@@ -159,7 +159,9 @@ export class Watchdog {
     await Promise.all(
       batch.map(async (hold, i) => {
         let [error, renewed] = results[i] ?? [new Error(RENEWAL_NO_REPLY), undefined];
-        if (error && isNoScript(error)) {
+        // A hold released meanwhile is not resent: a late renewal would undo a `minHoldTime` release,
+        // which leaves the lock in place with a shorter expiry.
+        if (error && isNoScript(error) && this.holds.isCurrent(hold)) {
           const { call } = hold.renewal as ScriptRenewal;
           try {
             [error, renewed] = [null, await withTimeout(call.script.run(client, call.keys, call.args), this.commandTimeout)];

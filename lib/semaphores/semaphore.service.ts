@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LockNotHeldError, LockTimeoutError } from '../errors';
-import { RELEASE_FAILED, RELEASE_FOUND_NOTHING } from '../lock.messages';
 import { checkLockName, checkPermits } from '../validators';
-import type { LockRunContext } from '../locks/lock';
+import type { LockRunContext, RunPolicy, SkippingRunOptions, WaitingRunOptions } from '../locks/lock';
+import { runLocked } from '../locks/run-locked';
 import { LockEngine } from '../runtime/lock-engine';
+import { PermitRun } from './permit-run';
 import { Semaphore, SemaphoreInfo, SemaphoreOptions, SemaphoreRunOptions } from './semaphore';
 
 /**
@@ -27,29 +27,27 @@ export class SemaphoreService {
   /**
    * Takes `take` permits (default 1) of `name` within `waitTime` (default: the module's
    * `defaultWaitTime`; else `LockTimeoutError` and `fn` never runs), runs `fn`, and gives them back
-   * in `finally` whatever `fn` did.
+   * in `finally` whatever `fn` did. `skipIfLocked` and `minHoldTime` as for `LockService.run`.
    */
-  async run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions): Promise<T> {
-    const semaphore = this.getSemaphore(name, options);
-    const waitTime = options.waitTime ?? this.engine.options.defaultWaitTime;
-    const permit = await semaphore.tryAcquire({ ...options, waitTime });
-    if (!permit) throw new LockTimeoutError(name, waitTime);
+  run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & SkippingRunOptions): Promise<T | undefined>;
+  run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & WaitingRunOptions): Promise<T>;
+  run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & RunPolicy): Promise<T | undefined>;
+  run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & RunPolicy): Promise<T | undefined> {
+    let permits: PermitRun;
     try {
-      let signal: AbortSignal | undefined;
-      return await fn({
-        name,
-        fencingToken: permit.fencingToken,
-        get signal(): AbortSignal {
-          signal ??= permit.signal;
-          return signal;
-        },
-      });
-    } finally {
-      await permit.release().catch((error: unknown) => {
-        if (error instanceof LockNotHeldError) this.engine.logger.warn(RELEASE_FOUND_NOTHING(name));
-        else this.engine.logger.error(RELEASE_FAILED(name, error));
-      });
+      permits = new PermitRun(this.getSemaphore(name, options), options.take);
+    } catch (error) {
+      return Promise.reject(error);
     }
+    return runLocked(this.engine, permits, fn, options);
+  }
+
+  /**
+   * The innermost lock or permits the current call chain holds (a `run` callback or a decorated
+   * method, and everything they call): `{ name, signal, fencingToken }`, or undefined outside any.
+   */
+  current(): LockRunContext | undefined {
+    return this.engine.ownerContext.current();
   }
 
   /** The holders (permit id, permits, remaining lease, fencing token) and the waiters in line order. */

@@ -1,0 +1,24 @@
+import type { LockRunContext, TryLockOptions } from './lock';
+
+/**
+ * What `run` and the decorators need from a lock, whatever it is: one lock of any kind, a
+ * multi-lock, or a semaphore's permits. Each kind answers for itself, so the run helper never asks
+ * which one it has.
+ */
+export interface RunnableLock {
+  /** The name errors and logs report, and `fn`'s `context.name`: one name, or a multi-lock's names. */
+  readonly runName: string | readonly string[];
+  tryLock(options?: TryLockOptions): Promise<boolean>;
+  /** Releases the hold the run took. */
+  unlock(): Promise<void>;
+  /** Every `[lockKey, ownerId]` the run records as held by its call chain (re-entry finds them). */
+  heldEntries(): ReadonlyArray<readonly [string, string]>;
+  /** The context `fn` gets, which is also the services' `current()` inside it. */
+  runContext(): LockRunContext;
+  /**
+   * `minHoldTime`'s release: the last hold is not released but left to expire `ms` from now (the
+   * kind's renewal with that lease, on every member or master), and forgotten here, so nothing
+   * renews it; a re-entered hold only drops its count, as `unlock` does.
+   */
+  keepHeldFor(ms: number): Promise<void>;
+}

@@ -1,0 +1,157 @@
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import { ArgumentsHost, Controller, INestApplication, INestMicroservice, Module } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { Args, GraphQLModule, Query, Resolver } from '@nestjs/graphql';
+import { ClientProxy, ClientProxyFactory, MessagePattern, Payload, Transport } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import { firstValueFrom } from 'rxjs';
+import request from 'supertest';
+import { DistributedLock, LockErrorFilter, LockModule, LockService, LockTimeoutError, LockUnavailableError } from '../lib';
+import { deferred, waitUntil } from './support/lock-app';
+import { freePort, startRedis, type TestRedis } from './support/redis-server';
+
+/** Holds each report's lock until the test lets it go. */
+let reportGate = deferred();
+
+@Controller()
+class ReportsController {
+  @MessagePattern('report')
+  @DistributedLock('report:#data.id', { waitTime: 0 })
+  async report(@Payload() data: { id: string }) {
+    await reportGate.promise;
+    return `report ${data.id}`;
+  }
+}
+
+@Resolver()
+class ReportResolver {
+  @Query(() => String)
+  @DistributedLock('gql-report:#id', { waitTime: 0 })
+  async report(@Args('id') id: string) {
+    return `report ${id}`;
+  }
+}
+
+describe('lock errors outside HTTP', () => {
+  let redis: TestRedis;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  describe('@nestjs/microservices (TCP)', () => {
+    let service: INestMicroservice;
+    let client: ClientProxy;
+
+    beforeAll(async () => {
+      const port = await freePort();
+      const moduleRef = await Test.createTestingModule({
+        imports: [LockModule.forRoot({ redis: redis.url })],
+        controllers: [ReportsController],
+      }).compile();
+      service = moduleRef.createNestMicroservice({ transport: Transport.TCP, options: { host: '127.0.0.1', port }, logger: false });
+      await service.listen();
+      client = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
+      await client.connect();
+    });
+
+    afterAll(async () => {
+      client?.close();
+      await service?.close();
+    });
+
+    it('of two concurrent requests for one key, one is answered, the other gets 423 with the lock name', async () => {
+      reportGate = deferred();
+      const first = firstValueFrom(client.send('report', { id: '7' }));
+      const raw = redis.client();
+      try {
+        await waitUntil(async () => (await raw.exists('lock:{report:7}')) === 1);
+      } finally {
+        raw.disconnect();
+      }
+      const second = await firstValueFrom(client.send('report', { id: '7' })).catch((error: unknown) => error);
+      reportGate.resolve();
+      await expect(first).resolves.toBe('report 7');
+      expect(second).toEqual({
+        statusCode: 423,
+        error: 'Locked',
+        message: 'Lock "report:7" was not acquired within 0 ms',
+        lockName: 'report:7',
+        waitTime: 0,
+      });
+    });
+  });
+
+  describe('@nestjs/graphql with Apollo', () => {
+    let app: INestApplication;
+
+    beforeAll(async () => {
+      @Module({
+        imports: [
+          LockModule.forRoot({ redis: redis.url }),
+          GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, playground: false }),
+        ],
+        providers: [ReportResolver],
+      })
+      class GraphQLApp {}
+      const moduleRef = await Test.createTestingModule({ imports: [GraphQLApp] }).compile();
+      app = moduleRef.createNestApplication({ logger: false });
+      await app.init();
+    });
+
+    afterAll(async () => {
+      await app?.close();
+    });
+
+    it('a locked resolver answers a GraphQL error with extensions.code LOCKED, never INTERNAL_SERVER_ERROR', async () => {
+      const holder = app.get(LockService).getLock('gql-report:9');
+      await holder.lock();
+      try {
+        const response = await request(app.getHttpServer()).post('/graphql').send({ query: '{ report(id: "9") }' });
+        expect(response.body.data).toBeNull();
+        expect(response.body.errors).toHaveLength(1);
+        expect(response.body.errors[0]).toMatchObject({
+          message: 'Lock "gql-report:9" was not acquired within 0 ms',
+          extensions: { code: 'LOCKED', statusCode: 423, lockName: 'gql-report:9' },
+        });
+      } finally {
+        await holder.unlock();
+      }
+      const answered = await request(app.getHttpServer()).post('/graphql').send({ query: '{ report(id: "9") }' });
+      expect(answered.body).toEqual({ data: { report: 'report 9' } });
+    });
+  });
+
+  describe('LockErrorFilter for WebSocket clients', () => {
+    const wsHost = (emit: jest.Mock): ArgumentsHost =>
+      ({ getType: () => 'ws', switchToWs: () => ({ getClient: () => ({ emit }) }) }) as unknown as ArgumentsHost;
+
+    it('emits an exception event with the body an HTTP client gets', () => {
+      const filter = new LockErrorFilter({} as HttpAdapterHost);
+      const emit = jest.fn();
+      filter.catch(new LockTimeoutError('room:1', 50), wsHost(emit));
+      filter.catch(new LockUnavailableError('room:2', new Error('connect ECONNREFUSED')), wsHost(emit));
+      expect(emit.mock.calls).toEqual([
+        ['exception', { statusCode: 423, error: 'Locked', message: 'Lock "room:1" was not acquired within 50 ms', lockName: 'room:1', waitTime: 50 }],
+        [
+          'exception',
+          {
+            statusCode: 503,
+            error: 'Service Unavailable',
+            message: 'Lock "room:2" is unavailable: Redis failed: connect ECONNREFUSED',
+            lockName: 'room:2',
+          },
+        ],
+      ]);
+    });
+  });
+
+  it('both error classes carry extensions for GraphQL servers', () => {
+    expect(new LockTimeoutError(['a', 'b'], 10).extensions).toEqual({ code: 'LOCKED', statusCode: 423, lockName: ['a', 'b'] });
+    expect(new LockUnavailableError('a', new Error('down')).extensions).toEqual({ code: 'SERVICE_UNAVAILABLE', statusCode: 503, lockName: 'a' });
+  });
+});
