@@ -61,7 +61,15 @@ export function runLocked<T>(
 
 /**
  * `fn` under the acquired `lock`, recorded in the owner context; the release once `fn` settled,
- * whatever it did. A promise chain rather than an async function: fewer promises per run.
+ * whatever it did. The run resolves with `fn`'s outcome as soon as `fn` settles: the release is
+ * written to the command connection at that moment and not waited for (it cannot change the
+ * outcome: a failed release is logged, never thrown), so a locked call costs one round trip.
+ * Whatever this module sends next (another acquisition of the name, `isLocked()`, `inspect()`)
+ * goes out after it on the same connection, and Redis runs one connection's commands in order, so
+ * it sees the lock released. On a cluster the release and the next command on the same name go to
+ * the slot's master on one connection too; only a slot that moves in between (a MOVED redirect)
+ * can let the next command overtake a redirected release, and then an acquisition just waits for
+ * the release's unlock message. See `docs/architecture.md#one-round-trip`.
  */
 function runHeld<T>(
   engine: LockEngine,
@@ -78,7 +86,16 @@ function runHeld<T>(
   } catch (error) {
     outcome = Promise.reject(error);
   }
-  return outcome.finally(() => release(engine, lock, keepUntil));
+  return outcome.then(
+    (value) => {
+      engine.releasesInFlight.track(release(engine, lock, keepUntil));
+      return value;
+    },
+    (error: unknown) => {
+      engine.releasesInFlight.track(release(engine, lock, keepUntil));
+      throw error;
+    },
+  );
 }
 
 /**

@@ -3,6 +3,7 @@ import { LUA_SCRIPT_MISSING } from '../lock.messages';
 import { LUA_SOURCES } from './lua-sources.generated';
 import type { CallTicket } from './bounded-call';
 import type { RedisClient } from './redis-client';
+import { KnownScripts } from './known-scripts';
 import { batchWrites } from './write-batching';
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT');
@@ -40,7 +41,11 @@ export class LuaScript {
     return script;
   }
 
-  /** Runs the script; after a NOSCRIPT, sends its source unless the caller stopped waiting (`ticket`). */
+  /**
+   * Runs the script: EVALSHA where the server is known to have it, else EVAL (which caches it), so
+   * calls run in the order they were written. A NOSCRIPT all the same (the server's cache was
+   * emptied) sends the source, unless the caller stopped waiting (`ticket`).
+   */
   run(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket?: CallTicket): Promise<unknown>;
   /** The same, with the reply read by `read` (in the same step: one promise less than a `.then`). */
   run<T>(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket: CallTicket | undefined, read: (reply: unknown) => T): Promise<T>;
@@ -48,8 +53,17 @@ export class LuaScript {
     // A plain promise chain rather than an async function: fewer promises per call on the hot path.
     try {
       batchWrites(client);
+      const known = KnownScripts.of(client);
+      if (!known.has(this.sha, keys)) {
+        return client.eval(this.source, keys.length, ...keys, ...args).then((reply) => {
+          known.add(this.sha, keys);
+          return read ? read(reply) : reply;
+        });
+      }
       return client.evalsha(this.sha, keys.length, ...keys, ...args).then(read, (error: unknown) => {
-        if (!isNoScript(error) || ticket?.expired) throw error;
+        if (!isNoScript(error)) throw error;
+        known.delete(this.sha, keys);
+        if (ticket?.expired) throw error;
         // EVAL also caches the script, so the next EVALSHA on this server succeeds.
         const evaluated = client.eval(this.source, keys.length, ...keys, ...args);
         return read ? evaluated.then(read) : evaluated;

@@ -9,6 +9,7 @@ import { LuaScript } from '../redis/lua-script';
 import { closeConnection, isCluster, RedisClient } from '../redis/redis-client';
 import { UnlockSubscriber, WAKE_ONE } from '../redis/unlock-subscriber';
 import { HeldLocks } from './held-locks';
+import { ReleasesInFlight } from './releases-in-flight';
 import { OwnerContext } from './owner-context';
 import { OwnerIds } from './owner-ids';
 import { REDLOCK_CONNECTION_DEFAULTS, RedLockMasters } from './redlock-masters';
@@ -81,6 +82,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly ids = new OwnerIds();
   readonly ownerContext = new OwnerContext();
   readonly holds = new HeldLocks();
+  /** Releases that `run` sent without waiting for their answer; shutdown waits for them. */
+  readonly releasesInFlight = new ReleasesInFlight();
   readonly watchdog: Watchdog;
   readonly scripts = loadScripts();
   /** Sharded pub/sub on a cluster keeps a release message inside its shard. */
@@ -182,8 +185,13 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     this.watchdog.stop();
     this.subscriber.close(new LockShutdownError());
     this.redlockMasters?.cancelWaits(new LockShutdownError());
-    // Both bounded by commandTimeout, side by side: shutdown takes about one, whatever Redis does.
-    await Promise.all([this.releaseHeldLocks(), this.instances.remove()]);
+    // All bounded by commandTimeout, side by side: shutdown takes about one, whatever Redis does.
+    // The releases `run` sent without waiting go first on the connection, so they are not undone.
+    await Promise.all([
+      this.releasesInFlight.settle(this.options.commandTimeout),
+      this.releaseHeldLocks(),
+      this.instances.remove(),
+    ]);
     await Promise.all([
       closeConnection(this.subscriberConnection),
       this.ownsClient ? closeConnection(this.client) : Promise.resolve(),
