@@ -3,7 +3,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { LockService } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
-import { createLockApp } from './support/lock-app';
+import { createLockApp, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 
 /** Counts the writes that reach the command connection's socket (one per `write`/`writev`). */
@@ -36,6 +36,7 @@ describe('write batching on the command connection', () => {
     app = await createLockApp({ redis: redis.url });
     locks = app.get(LockService);
     await locks.run('warm-up', () => undefined); // connects and loads the scripts
+    await waitUntil(() => app.get(LockEngine).releasesInFlight.size === 0); // run does not wait for its release
     socket = (app.get(LockEngine).client as Redis).stream as Socket;
   });
   afterAll(async () => {
@@ -64,6 +65,8 @@ describe('write batching on the command connection', () => {
     );
     await expect(Promise.all(runs)).resolves.toEqual(Array.from({ length: 64 }, (_, i) => i));
     expect(inside).toBe(64);
+    // The runs resolved once their bodies did; their releases are on their way.
+    await waitUntil(() => app.get(LockEngine).releasesInFlight.size === 0);
     // 128 scripts (an acquire and a release per run); without batching each is a write of its own.
     expect(counter.writes).toBeLessThanOrEqual(40);
     expect(socket.writableCorked).toBe(0);
