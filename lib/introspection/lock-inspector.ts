@@ -28,7 +28,7 @@ export interface InspectionSource {
 }
 
 /**
- * `inspect` and `list` (DESIGN §10): one script call per lock reads its holders, counts, modes,
+ * `inspect` and `list` (docs/architecture.md#introspection): one script call per lock reads its holders, counts, modes,
  * lease, fencing token and fair line, and (on a standalone server or Sentinel) the holders'
  * instance identities too; on a cluster, whose instance keys live in other slots, unknown
  * identities cost one more lookup.

@@ -44,7 +44,7 @@ const REDLOCK_IDENTITY = 'redlock\n';
 const driftMs = (leaseMs: number): number => Math.floor(leaseMs * CLOCK_DRIFT_FACTOR) + CLOCK_DRIFT_FLOOR_MS;
 
 /**
- * The Redlock algorithm over the independent masters of `redlock.clients` (DESIGN §4): the same
+ * The Redlock algorithm over the independent masters of `redlock.clients` (docs/architecture.md#redlock): the same
  * key on every master; acquired when a majority (N/2 + 1) granted it within the lease minus the
  * time spent asking minus the drift allowance; otherwise released on all N. Re-entry is counted in
  * this process (every master holds a count of 1, see lua/redlock-acquire.lua), and re-arms the

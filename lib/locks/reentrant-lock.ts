@@ -4,7 +4,7 @@ import type { ScriptCall } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
 import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lock';
 
-/** The reentrant lock: a hash of owner -> hold count whose TTL is the lease (DESIGN §4). */
+/** The reentrant lock: a hash of owner -> hold count whose TTL is the lease (docs/architecture.md#reentrant-lock). */
 export class ReentrantLock extends BaseLock {
   readonly kind = 'reentrant';
 
