@@ -2,7 +2,7 @@ import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import { withTimeout, type CallTicket } from '../redis/bounded-call';
-import { clientIdOf, parseInstance, type InstanceRegistry } from './instance-registry';
+import { clientIdOf, parseInstance, type InstanceRegistry } from '../runtime/instance-registry';
 import type { ListLocksOptions, LockHolderInfo, LockInfo, LockInstanceInfo, LockWaiterInfo } from './lock-info';
 
 const scripts = {
