@@ -1,5 +1,5 @@
 import { LockError, LockNotHeldError, LockUnavailableError } from '../errors';
-import { INVALID_TIME, REDLOCK_NO_MAJORITY } from '../lock.messages';
+import { REDLOCK_NO_MAJORITY } from '../lock.messages';
 import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
@@ -8,7 +8,7 @@ import type { LockEngine } from '../runtime/lock-engine';
 import type { RedisClient } from '../redis/redis-client';
 import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
 import { attemptResult } from './base-lock';
-import { checkTime } from '../validators';
+import { checkAcquireTimes } from '../validators';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { LockOptions, TryLockOptions } from './lock';
@@ -158,9 +158,7 @@ export class RedLock implements OwnedLock {
 
   private async acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
     const leaseTime = options?.leaseTime;
-    checkTime('waitTime', waitMs, true);
-    checkTime('leaseTime', leaseTime, false);
-    if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
+    checkAcquireTimes(waitMs, leaseTime);
     const leaseMs = leaseTime ?? this.engine.options.watchdogTimeout;
     const deadline = Date.now() + waitMs;
     // Aborting cuts a pause between attempts short.
