@@ -16,6 +16,16 @@ export function checkTime(what: string, value: number | undefined, allowInfinity
   }
 }
 
+/**
+ * The times of one acquisition: `waitMs` a number of milliseconds >= 0 (Infinity: no limit),
+ * `leaseTime` omitted (the watchdog renews) or a finite number > 0 (a lease of 0 would end at once).
+ */
+export function checkAcquireTimes(waitMs: number, leaseTime: number | undefined): void {
+  checkTime('waitTime', waitMs, true);
+  checkTime('leaseTime', leaseTime, false);
+  if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
+}
+
 /** Throws a `RangeError` naming the value unless `permits` is a whole number >= 1. */
 export function checkPermits(permits: unknown): asserts permits is number {
   if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1) {

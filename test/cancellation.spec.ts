@@ -22,7 +22,7 @@ async function abortAndTime(promise: Promise<unknown>, controller: AbortControll
   return { error, ms: at - abortedAt };
 }
 
-describe('cancelling a wait with an AbortSignal (DESIGN §10)', () => {
+describe('cancelling a wait with an AbortSignal', () => {
   let redis: TestRedis;
   let raw: Redis;
   let app: TestingModule;

@@ -67,7 +67,7 @@ class OrdersController {
   }
 }
 
-describe('current() and @LockContext() (DESIGN §10)', () => {
+describe('current() and @LockContext()', () => {
   let redis: TestRedis;
   let raw: Redis;
   let app: INestApplication;

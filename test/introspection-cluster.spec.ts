@@ -9,7 +9,7 @@ import { namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './suppo
 import type { RedisProcess } from './support/redis-process';
 
 /**
- * `inspect` and `list` (DESIGN §10) on a Redis Cluster of 3 masters: the inspect scripts cannot
+ * `inspect` and `list` on a Redis Cluster of 3 masters: the inspect scripts cannot
  * read instance keys there (each lives in its own slot), so identities take the registry's lookup;
  * `list` SCANs every master. Names are chosen so their keys land on each master in turn.
  */

@@ -29,7 +29,7 @@ interface HolderLine {
   fencingToken?: number;
 }
 
-describe('inspect and list (DESIGN §10)', () => {
+describe('inspect and list', () => {
   let redis: TestRedis;
   let raw: Redis;
   let app: TestingModule;

@@ -3,7 +3,7 @@ import { LockNotHeldError, LockService } from '../lib';
 import { createLockApp } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 
-describe('owner model (DESIGN §5)', () => {
+describe('owner model (docs/architecture.md#owner-model)', () => {
   let redis: TestRedis;
   let app: TestingModule;
   let locks: LockService;

@@ -61,7 +61,7 @@ class ExportService {
   }
 }
 
-describe('OpenTelemetry metrics and spans (DESIGN §10)', () => {
+describe('OpenTelemetry metrics and spans', () => {
   let redis: TestRedis;
   let raw: Redis;
   let app: TestingModule;

@@ -37,7 +37,7 @@ function stopServer(child: ChildProcess): Promise<void> {
   return exited;
 }
 
-describe('LockHealthIndicator (DESIGN §10, @nestjs/terminus)', () => {
+describe('LockHealthIndicator (@nestjs/terminus)', () => {
   let port: number;
   let server: ChildProcess;
   let app: INestApplication;

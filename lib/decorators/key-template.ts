@@ -34,7 +34,7 @@ const QUOTED_INDEX = /^\[\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*\]/;
 const NUMERIC_INDEX = /^\[\s*(\d+)\s*\]/;
 
 /**
- * Parses a key template (DESIGN §3): text with `#name`, `#name.path[0].more`, `#{name.path}` (braces
+ * Parses a key template (docs/architecture.md#key-templates): text with `#name`, `#name.path[0].more`, `#{name.path}` (braces
  * delimit the placeholder from the text that follows), positions `#0` / `#p0` / `#a0`, and `##` for a
  * literal `#`. Throws `KeyTemplateError` naming the position of a syntax error.
  */

@@ -1,14 +1,6 @@
-/** The module instance (process) behind an owner id, as it registered itself in Redis. */
-export interface LockInstanceInfo {
-  /** The module instance's client id: every owner id it makes is `clientId:n`. */
-  readonly clientId: string;
-  /** The module's `clientName` option (default: the app's package name, else `host:pid`). */
-  readonly clientName: string;
-  readonly host: string;
-  readonly pid: number;
-  /** When the module instance started (ISO 8601). */
-  readonly startedAt: string;
-}
+// The instance identity is the runtime's (it writes it); re-exported here with the other inspect types.
+import type { LockInstanceInfo } from '../runtime/instance-registry';
+export type { LockInstanceInfo };
 
 export interface LockHolderInfo {
   readonly ownerId: string;

@@ -2,7 +2,7 @@ import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import { withTimeout, type CallTicket } from '../redis/bounded-call';
-import { clientIdOf, parseInstance, type InstanceRegistry } from './instance-registry';
+import { clientIdOf, parseInstance, type InstanceRegistry } from '../runtime/instance-registry';
 import type { ListLocksOptions, LockHolderInfo, LockInfo, LockInstanceInfo, LockWaiterInfo } from './lock-info';
 
 const scripts = {
@@ -28,7 +28,7 @@ export interface InspectionSource {
 }
 
 /**
- * `inspect` and `list` (DESIGN §10): one script call per lock reads its holders, counts, modes,
+ * `inspect` and `list` (docs/architecture.md#introspection): one script call per lock reads its holders, counts, modes,
  * lease, fencing token and fair line, and (on a standalone server or Sentinel) the holders'
  * instance identities too; on a cluster, whose instance keys live in other slots, unknown
  * identities cost one more lookup.

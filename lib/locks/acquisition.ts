@@ -1,12 +1,11 @@
 import { LockError, LockUnavailableError } from '../errors';
-import { INVALID_TIME, NOT_CONNECTED, REPLICAS_NOT_SYNCED } from '../lock.messages';
+import { NOT_CONNECTED, REPLICAS_NOT_SYNCED } from '../lock.messages';
 import { boundedCall, type CallTicket } from '../redis/bounded-call';
 import { waitForReplicas } from '../redis/replica-sync';
 import type { Sleeper, Waiter } from '../redis/waiter';
 import { reasonAsError, type Cancellation } from '../runtime/cancellation';
 import type { LockEngine } from '../runtime/lock-engine';
 import { isDown } from '../redis/redis-client';
-import { checkTime } from '../validators';
 import type { LockOptions } from './lock';
 
 /** A granted attempt: its fencing token (none for a read lock), and when its lease began if not now. */
@@ -90,13 +89,6 @@ export function attemptOnConnection(
 ): Promise<AttemptOutcome> {
   if (isDown(engine.client)) return Promise.resolve(new LockUnavailableError(name, new Error(NOT_CONNECTED(engine.client.status))));
   return engine.attempt(name, work);
-}
-
-/** Validates an acquisition's times: throws a `RangeError` naming the bad one. */
-export function checkAcquisitionTimes(waitMs: number, leaseTime: number | undefined): void {
-  checkTime('waitTime', waitMs, true);
-  checkTime('leaseTime', leaseTime, false);
-  if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
 }
 
 /**

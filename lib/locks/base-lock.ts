@@ -6,7 +6,8 @@ import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import { observeAcquire, type LockKind } from '../metrics/lock-telemetry';
-import { Acquisition, attemptOnConnection, checkAcquisitionTimes, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
+import { checkAcquireTimes } from '../validators';
+import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import type { Lock, LockOptions, TryLockOptions } from './lock';
 
 /** Outcome of one acquisition attempt's script: a grant, or how long the lock may stay busy (ms). */
@@ -164,7 +165,7 @@ export abstract class BaseLock implements Lock, Contender<boolean> {
    */
   protected acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
     try {
-      checkAcquisitionTimes(waitMs, options?.leaseTime);
+      checkAcquireTimes(waitMs, options?.leaseTime);
       const leaseMs = options?.leaseTime ?? this.engine.options.watchdogTimeout;
       return new Acquisition<boolean>(this, leaseMs, waitMs, false, options, cancellation).settled;
     } catch (error) {

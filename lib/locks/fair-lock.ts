@@ -13,7 +13,7 @@ const fairScripts = {
 };
 
 /**
- * The fair lock (DESIGN §4): the reentrant lock's hash (so the plain and the fair lock of one name
+ * The fair lock (docs/architecture.md#reentrant-lock): the reentrant lock's hash (so the plain and the fair lock of one name
  * exclude each other) plus a FIFO line of waiters and their deadlines on the server's clock. Each
  * waiter sleeps on a channel of its own, so a release wakes only the head of the line; every retry
  * refreshes the waiter's deadline, which makes the retries heartbeats and lets a crashed waiter

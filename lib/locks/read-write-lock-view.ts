@@ -34,7 +34,7 @@ const holdCountScript = LuaScript.named('rw-hold-count');
 const forceReleaseScript = LuaScript.named('rw-force-release');
 
 /**
- * One view (read or write) of a read-write lock (DESIGN §4). Both views of one owner share its hold
+ * One view (read or write) of a read-write lock (docs/architecture.md#read-write). Both views of one owner share its hold
  * record and its lease: the watchdog renews everything the owner holds in one call, and a crashed
  * reader's lease runs out while the other readers renew theirs.
  */

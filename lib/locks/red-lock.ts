@@ -8,7 +8,8 @@ import type { LockEngine } from '../runtime/lock-engine';
 import type { RedisClient } from '../redis/redis-client';
 import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
 import { attemptResult } from './base-lock';
-import { Acquisition, checkAcquisitionTimes, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
+import { checkAcquireTimes } from '../validators';
+import { Acquisition, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { LockOptions, LockRunContext, TryLockOptions } from './lock';
@@ -45,7 +46,7 @@ const REDLOCK_IDENTITY = 'redlock\n';
 const driftMs = (leaseMs: number): number => Math.floor(leaseMs * CLOCK_DRIFT_FACTOR) + CLOCK_DRIFT_FLOOR_MS;
 
 /**
- * The Redlock algorithm over the independent masters of `redlock.clients`: the same
+ * The Redlock algorithm over the independent masters of `redlock.clients` (docs/architecture.md#redlock): the same
  * key on every master; acquired when a majority (N/2 + 1) granted it within the lease minus the
  * time spent asking minus the drift allowance; otherwise released on all N. Re-entry is counted in
  * this process (every master holds a count of 1, see lua/redlock-acquire.lua), and re-arms the
@@ -182,7 +183,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
   /** An acquisition by the acquisition machine, with this RedLock as its contender. */
   private acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
     try {
-      checkAcquisitionTimes(waitMs, options?.leaseTime);
+      checkAcquireTimes(waitMs, options?.leaseTime);
       const leaseMs = options?.leaseTime ?? this.engine.options.watchdogTimeout;
       return new Acquisition<boolean>(this, leaseMs, waitMs, false, options, cancellation).settled;
     } catch (error) {

@@ -5,7 +5,7 @@ import { WAKE_ONE } from '../redis/unlock-subscriber';
 import { AttemptResult, attemptResult, ReleaseResult } from './base-lock';
 import { SingleLock } from './single-lock';
 
-/** The reentrant lock: a hash of owner -> hold count whose TTL is the lease (DESIGN §4). */
+/** The reentrant lock: a hash of owner -> hold count whose TTL is the lease (docs/architecture.md#reentrant-lock). */
 export class ReentrantLock extends SingleLock {
   readonly kind = 'reentrant';
 

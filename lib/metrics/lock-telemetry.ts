@@ -95,7 +95,7 @@ export class HoldTelemetry {
 }
 
 /**
- * The library's OpenTelemetry instruments (DESIGN §10), taken from the global API when the module
+ * The library's OpenTelemetry instruments (docs/architecture.md#introspection), taken from the global API when the module
  * starts. `LockTelemetry.start` returns undefined when `@opentelemetry/api` is missing or neither a
  * meter provider nor a tracer provider is registered: the lock code then skips telemetry entirely
  * (one `undefined` check per acquisition), which keeps the no-op cost out of the hot path.

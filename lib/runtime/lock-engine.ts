@@ -14,7 +14,7 @@ import { OwnerContext } from './owner-context';
 import { OwnerIds } from './owner-ids';
 import { REDLOCK_CONNECTION_DEFAULTS, RedLockMasters } from './redlock-masters';
 import { Watchdog } from './watchdog';
-import { InstanceRegistry } from '../introspection/instance-registry';
+import { InstanceRegistry } from './instance-registry';
 import { LockTelemetry } from '../metrics/lock-telemetry';
 
 /** How long a release's outcome is kept for a resent release (ioredis replays after a reconnect). */

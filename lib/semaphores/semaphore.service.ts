@@ -7,7 +7,7 @@ import { PermitRun } from './permit-run';
 import { Semaphore, SemaphoreInfo, SemaphoreOptions, SemaphoreRunOptions } from './semaphore';
 
 /**
- * Distributed semaphores (DESIGN §11): at most `permits` holders' permits at once across every
+ * Distributed semaphores (docs/architecture.md#semaphore): at most `permits` holders' permits at once across every
  * process, each holder's permits under a lease the watchdog renews, waiters in one FIFO line.
  */
 @Injectable()

@@ -1,6 +1,7 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
 import { INVALID_TAKE } from '../lock.messages';
-import { Acquisition, attemptOnConnection, checkAcquisitionTimes, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../locks/acquisition';
+import { checkAcquireTimes } from '../validators';
+import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../locks/acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import type { CallTicket } from '../redis/bounded-call';
 import { withHashTag } from '../redis/lock-keys';
@@ -256,7 +257,7 @@ export class Semaphore {
   private acquireUnobserved(waitMs: number, options: AcquireOptions | undefined, cancellation: Cancellation | undefined): Promise<Permit | null> {
     try {
       const take = this.checkTake(options);
-      checkAcquisitionTimes(waitMs, options?.leaseTime);
+      checkAcquireTimes(waitMs, options?.leaseTime);
       const leaseMs = options?.leaseTime ?? this.engine.options.watchdogTimeout;
       const contender = new PermitRequest(this, this.engine.ids.nextOwner(), take);
       return new Acquisition<Permit | null>(contender, leaseMs, waitMs, null, options, cancellation).settled;

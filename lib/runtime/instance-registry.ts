@@ -1,7 +1,18 @@
 import { hostname } from 'node:os';
 import { withTimeout } from '../redis/bounded-call';
 import { isCluster, type RedisClient } from '../redis/redis-client';
-import type { LockInstanceInfo } from './lock-info';
+
+/** The module instance (process) behind an owner id, as it registered itself in Redis. */
+export interface LockInstanceInfo {
+  /** The module instance's client id: every owner id it makes is `clientId:n`. */
+  readonly clientId: string;
+  /** The module's `clientName` option (default: the app's package name, else `host:pid`). */
+  readonly clientName: string;
+  readonly host: string;
+  readonly pid: number;
+  /** When the module instance started (ISO 8601). */
+  readonly startedAt: string;
+}
 
 /**
  * Prefix of every instance key: `keyPrefix` without its trailing colons, then `.instance:`
