@@ -176,7 +176,7 @@ describe('RedLock on 3 independent masters', () => {
     let seen: AbortSignal | undefined;
     const lock = redLock(app, name);
     const monitor = await CommandMonitor.start(raws[1]);
-    const renewals = () => monitor.count(scriptCallWith(key(name), lock.ownerId));
+    const renewals = (from: number) => monitor.count(scriptCallWith(key(name), lock.ownerId), { from });
     try {
       const running = runLocked(app.get(LockEngine), lock, async ({ signal }) => {
         seen = signal;
@@ -187,11 +187,12 @@ describe('RedLock on 3 independent masters', () => {
       // The behaviour under test is time passing: two leases.
       await sleep(WATCHDOG_MS * 2);
       expect(await holders(name)).toBe(3);
-      // One master losing it leaves a majority: still held, through whole renewal rounds that
-      // started after the loss (the first may have been under way; its answers are in by the third).
+      // One master losing it leaves a majority: still held, through a whole renewal round that
+      // started after the loss. Rounds never overlap, so by the third renewal master 1 runs after
+      // the loss (the first may belong to a round under way), the second round's answers are in.
       await raws[0].del(key(name));
-      const before = renewals();
-      await waitFor(() => renewals() >= before + 3, { what: '3 renewal rounds after one master lost the lock' });
+      const lost = await monitor.mark(raws[1]);
+      await waitFor(() => renewals(lost) >= 3, { what: '3 renewals on master 1 after master 0 lost the lock' });
       expect(seen!.aborted).toBe(false);
       expect(await redLock(other, name).tryLock()).toBe(false);
       // Two of three: the majority is gone.

@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import { FairLockService, LockService, ReadWriteLockService } from '../lib';
 import { createLockApp, deferred, waitersQueued } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
+import { waitFor } from './support/wait-for';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const ioredisMajor = Number((require('ioredis/package.json') as { version: string }).version.split('.')[0]);
@@ -45,8 +46,16 @@ describe(`RESP protocols (ioredis ${ioredisMajor})`, () => {
       await holder.lock();
       const waiting = locks.run(`resp${expected}:probe`, async () => 'ran', { waitTime: 5_000 });
       await waitersQueued(app, 1);
-      const list = (await admin.client('LIST')) as string;
-      const mine = list.split('\n').filter((line) => / name=lock/.test(line));
+      let mine: string[] = [];
+      // A seated waiter's subscription may still be on its way: wait for both connections to show.
+      await waitFor(
+        async () => {
+          const list = (await admin.client('LIST')) as string;
+          mine = list.split('\n').filter((line) => / name=lock/.test(line));
+          return mine.some((line) => / name=lock-commands /.test(line)) && mine.some((line) => / name=lock-subscriber /.test(line));
+        },
+        { what: 'the command and subscriber connections in CLIENT LIST' },
+      );
       expect(mine.length).toBeGreaterThanOrEqual(2);
       for (const line of mine) expect(line).toContain(` resp=${expected}`);
       await holder.unlock();

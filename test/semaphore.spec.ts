@@ -135,14 +135,21 @@ describe('SemaphoreService', () => {
         }
       })();
     const streams = [stream(a), stream(b), stream(a), stream(b)];
-    await waitUntil(() => ones > 20);
-    const asked = Date.now();
-    const onesBefore = ones;
-    const two = await b.getSemaphore(name, { permits: 3 }).acquire({ take: 2, waitTime: 10_000 });
-    const waitedMs = Date.now() - asked;
-    const overtaken = ones - onesBefore;
-    await two.release();
-    stop = true;
+    let waitedMs: number;
+    let overtaken: number;
+    try {
+      await waitUntil(() => ones > 20);
+      const asked = Date.now();
+      const onesBefore = ones;
+      const two = await b.getSemaphore(name, { permits: 3 }).acquire({ take: 2, waitTime: 10_000 });
+      waitedMs = Date.now() - asked;
+      overtaken = ones - onesBefore;
+      await two.release();
+    } finally {
+      // Also when the test fails: the streams must not outlive it.
+      stop = true;
+      await Promise.allSettled(streams);
+    }
     await Promise.all(streams);
     // At most the callers already in line ahead of it (4 streams) pass it, in about a hand-off each.
     expect(overtaken).toBeLessThanOrEqual(8);

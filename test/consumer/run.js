@@ -460,14 +460,18 @@ function expectEqual(actual, expected, what) {
   if (actual !== expected) fail(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
 }
 
-async function check(name, app, { ownFilter }) {
+async function check(name, app, redis, { ownFilter }) {
   const free = await get(app.base, '/work/a');
   expectEqual(free.status, 200, `${name} GET /work/a`);
   expectEqual(free.body.id, 'a', `${name} body.id`);
   expectEqual(free.body.locked, true, `${name} lock held inside the route`);
 
   const holding = get(app.base, '/work/b?hold=1500');
-  await sleep(400);
+  // The request holds the lock once its key is in Redis (DistributedLock('work:#id'), keyPrefix 'consumer:').
+  await waitFor(
+    () => execFileSync('redis-cli', ['-p', String(redis.port), 'EXISTS', 'consumer:{work:b}'], { encoding: 'utf8' }).trim() === '1',
+    `${name} GET /work/b?hold=1500 to hold consumer:{work:b}`,
+  );
   const [contended, otherKey] = await Promise.all([get(app.base, '/work/b'), get(app.base, '/work/c')]);
   expectEqual(contended.status, 423, `${name} GET /work/b while held`);
   expectEqual(contended.body.statusCode, 423, `${name} 423 body.statusCode`);
@@ -532,7 +536,7 @@ async function main() {
     const own = await startRedis();
     const running = await boot(app.name, process.execPath, [main], dirs[index], own.url);
     try {
-      await check(app.name, running, app);
+      await check(app.name, running, own, app);
       if (app.health) await checkHealth(app.name, running, own, app);
     } finally {
       await running.stop();
@@ -547,7 +551,7 @@ async function main() {
   const redis = await startRedis();
   const running = await boot('bundled', process.execPath, [bundlePath], elsewhere, redis.url);
   try {
-    await check('bundled', running, { ownFilter: false });
+    await check('bundled', running, redis, { ownFilter: false });
     await checkHealth('bundled', running, redis, { ownFilter: false });
   } finally {
     await running.stop();

@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { completion, spawnFixture } from '../support/child-process';
 import { RestartableRedis } from '../support/restartable-redis';
+import { deadline } from '../support/wait-for';
 
 /**
  * CLIENT KILL storms while 3 processes increment one counter under one lock: the library's
@@ -25,7 +26,9 @@ describe('faults: CLIENT KILL storm during a 3-process counter run', () => {
     let done = false;
     void stop.finally(() => (done = true));
     let killed = 0;
+    const overdue = deadline(120_000, 'the workers to finish under the storm');
     while (!done) {
+      overdue();
       const clients = String(await raw.client('LIST'))
         .split('\n')
         .filter((line) => / name=lock-(commands|subscriber) /.test(line));

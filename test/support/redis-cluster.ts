@@ -1,6 +1,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, ClusterOptions } from 'ioredis';
 import { freePortPair, RedisProcess, removeScratch, scratchDir, spawnRedis } from './redis-process';
+import { deadline } from './wait-for';
 
 /** A Redis Cluster of masters only, each owning an equal share of the 16384 slots. */
 export interface TestRedisCluster {
@@ -137,7 +138,9 @@ export async function startRedisCluster(masterCount = 3): Promise<TestRedisClust
       try {
         await to.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', sourceId);
         await from.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', targetId);
+        const overdue = deadline(20_000, `slot ${slot}'s keys to move`);
         for (;;) {
+          overdue();
           const keys = (await from.call('CLUSTER', 'GETKEYSINSLOT', slot, '100')) as string[];
           if (keys.length === 0) break;
           await from.call('MIGRATE', target.host, String(target.port), '', '0', '5000', 'KEYS', ...keys);
