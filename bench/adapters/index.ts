@@ -15,6 +15,14 @@ export const ADAPTERS: readonly AdapterSpec[] = [
     create: async (url) => (await import('./nest-lock-service')).createLockServiceAdapter(url),
   },
   {
+    id: 'ours-trylock',
+    label: 'this library, tryLock + unlock',
+    settings: 'getLock(name).tryLock({ waitTime: 5 s }), fn, await unlock() in finally: the pair run wraps, two round trips',
+    ours: true,
+    unavailable: () => undefined,
+    create: async (url) => (await import('./nest-lock-trylock')).createLockTryLockAdapter(url),
+  },
+  {
     id: 'ours-decorator',
     label: 'this library, @DistributedLock',
     settings: "@DistributedLock('bench:#key') on a provider method, module defaults",
