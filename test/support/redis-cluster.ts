@@ -1,6 +1,17 @@
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, ClusterOptions } from 'ioredis';
+import { clusterUnsupportedReason } from './redis-binaries';
 import { freePortPair, RedisProcess, removeScratch, scratchDir, spawnRedis } from './redis-process';
+
+/**
+ * `describe` for a suite on a Redis Cluster: skipped where the server under test cannot run the
+ * library's cluster mode (Redis 6.2 has no sharded pub/sub), with the reason in the suite's title.
+ */
+export function describeOnCluster(name: string, suite: () => void): void {
+  const reason = clusterUnsupportedReason();
+  if (reason) describe.skip(`${name} [${reason}]`, suite);
+  else describe(name, suite);
+}
 
 /** A Redis Cluster of masters only, each owning an equal share of the 16384 slots. */
 export interface TestRedisCluster {
