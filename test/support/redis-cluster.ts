@@ -9,8 +9,9 @@ import { freePortPair, RedisProcess, removeScratch, scratchDir, spawnRedis } fro
  */
 export function describeOnCluster(name: string, suite: () => void): void {
   const reason = clusterUnsupportedReason();
-  if (reason) describe.skip(`${name} [${reason}]`, suite);
-  else describe(name, suite);
+  if (!reason) return describe(name, suite);
+  process.stderr.write(`${name}: ${reason}\n`);
+  describe.skip(`${name} [${reason}]`, suite);
 }
 
 /** A Redis Cluster of masters only, each owning an equal share of the 16384 slots. */
