@@ -7,6 +7,7 @@ import { parseServerInfo, versionRefusal } from '../lib/redis/server-version';
 import { LockEngine } from '../lib/runtime/lock-engine';
 import { createLockApp, waitUntil } from './support/lock-app';
 import { freePort, waitForPing } from './support/local-redis';
+import { startRedisCluster, TestRedisCluster } from './support/redis-cluster';
 
 /**
  * The prebuilt servers beside the repository (`../shared/servers`, see `.ci/run`), or
@@ -101,7 +102,34 @@ onServer(REDIS_6_0)('server version: Redis 6.0 (too old)', () => {
   });
 });
 
+/** A cluster of `binary` (the topology helpers take the server from REDIS_SERVER_BIN). */
+async function startClusterOf(binary: string): Promise<TestRedisCluster> {
+  const previous = process.env.REDIS_SERVER_BIN;
+  process.env.REDIS_SERVER_BIN = binary;
+  try {
+    return await startRedisCluster(3);
+  } finally {
+    if (previous === undefined) delete process.env.REDIS_SERVER_BIN;
+    else process.env.REDIS_SERVER_BIN = previous;
+  }
+}
+
 onServer(REDIS_6_2)('server version: Redis 6.2 (the oldest supported)', () => {
+  it('refuses a Redis 6.2 cluster at module start: no sharded pub/sub', async () => {
+    const cluster = await startClusterOf(REDIS_6_2);
+    try {
+      const moduleRef = await Test.createTestingModule({ imports: [LockModule.forRoot({ redis: cluster.cluster() })] }).compile();
+      moduleRef.useLogger(false);
+      await expect(moduleRef.init()).rejects.toThrow(
+        /is Redis 6\.2\.16; nestjs-redis-locks needs Redis 7\.0 or newer \(on a cluster it uses sharded pub\/sub, SSUBSCRIBE\/SPUBLISH\)/,
+      );
+      await moduleRef.close().catch(() => undefined);
+    } finally {
+      await cluster.stop();
+    }
+  });
+
+
   it('starts the module and runs a lock', async () => {
     const server = await startServer(REDIS_6_2);
     const moduleRef = await createLockApp({ redis: server.url });
