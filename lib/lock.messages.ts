@@ -265,6 +265,13 @@ export const CONNECTION_FAILED = (address: string, cause: string): string =>
   `Redis connection to ${address} failed (${cause}); the application starts anyway, and locks answer ` +
   'LockUnavailableError until Redis is reachable';
 
+export const SERVER_TOO_OLD = (address: string, found: string, needed: string, why: string): string =>
+  `The Redis server at ${address} is ${found}; nestjs-redis-locks needs ${needed} or newer (${why}). ` +
+  'Locks are refused on this server';
+
+export const SERVER_VERSION_UNKNOWN = (address: string, cause: unknown): string =>
+  `Could not read the server version of ${address} (INFO server: ${String(cause)}); not checked`;
+
 export const LOCK_CONTEXT_ON_CONSTRUCTOR = (className: string): string =>
   `@LockContext() marks a method parameter; it was put on a constructor parameter of ${className}`;
 

@@ -4,13 +4,13 @@ import type { Cluster } from 'ioredis';
 import { FairLockService, Lock, LockLostError, LockService, LockUnavailableError, ReadWriteLockService } from '../lib';
 import { completion, spawnFixture } from './support/child-process';
 import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
-import { namesOnEveryMaster, startRedisCluster, TestRedisCluster, shardSubscribers } from './support/redis-cluster';
+import { describeOnCluster, namesOnEveryMaster, startRedisCluster, TestRedisCluster, shardSubscribers } from './support/redis-cluster';
 
 /**
  * Every lock kind on a Redis Cluster of 3 masters, through an ioredis `Cluster` passed to forRoot.
  * Names are chosen so their slots land on each master in turn.
  */
-describe('Redis Cluster (3 masters)', () => {
+describeOnCluster('Redis Cluster (3 masters)', () => {
   const WATCHDOG_MS = 600;
   let cluster: TestRedisCluster;
   let raw: Cluster;

@@ -5,7 +5,7 @@ import { FairLockService, LockService } from '../lib';
 import { LuaScript } from '../lib/redis/lua-script';
 import { completion, printed, spawnFixture } from './support/child-process';
 import { createLockApp, sleep, waitUntil } from './support/lock-app';
-import { namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
+import { describeOnCluster, namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
 import { startRedis, TestRedis } from './support/redis-server';
 
 /** Short, so a dead waiter drops out in about a second (heartbeats every third of it). */
@@ -268,7 +268,7 @@ describe('fair lock', () => {
   }, 90_000);
 });
 
-describe('fair lock on a 3-master cluster', () => {
+describeOnCluster('fair lock on a 3-master cluster', () => {
   let cluster: TestRedisCluster;
   let rawCluster: Cluster;
   let app: TestingModule;

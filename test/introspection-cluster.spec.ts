@@ -5,7 +5,7 @@ import type Redis from 'ioredis';
 import { FairLockService, Lock, LockInfo, LockService, ReadWriteLockService } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
 import { createLockApp, waitUntil } from './support/lock-app';
-import { namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
+import { describeOnCluster, namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
 import type { RedisProcess } from './support/redis-process';
 
 /**
@@ -13,7 +13,7 @@ import type { RedisProcess } from './support/redis-process';
  * read instance keys there (each lives in its own slot), so identities take the registry's lookup;
  * `list` SCANs every master. Names are chosen so their keys land on each master in turn.
  */
-describe('inspect and list on a Redis Cluster (3 masters)', () => {
+describeOnCluster('inspect and list on a Redis Cluster (3 masters)', () => {
   const WATCHDOG_MS = 2_000;
   let cluster: TestRedisCluster;
   let raw: Cluster;

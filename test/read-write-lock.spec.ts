@@ -4,7 +4,7 @@ import { LockNotHeldError, LockService, LockUpgradeError, ReadWriteLockService }
 import { LuaScript } from '../lib/redis/lua-script';
 import { completion, printed, spawnFixture } from './support/child-process';
 import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
-import { namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
+import { describeOnCluster, namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
 import { startRedis, TestRedis } from './support/redis-server';
 
 const WATCHDOG_MS = 600;
@@ -310,7 +310,7 @@ describe('read-write lock', () => {
   }, 90_000);
 });
 
-describe('read-write lock on a 3-master cluster', () => {
+describeOnCluster('read-write lock on a 3-master cluster', () => {
   let cluster: TestRedisCluster;
   let app: TestingModule;
   let other: TestingModule;

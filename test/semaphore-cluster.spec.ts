@@ -5,10 +5,10 @@ import { SemaphoreService } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
 import { completion, spawnFixture } from './support/child-process';
 import { createLockApp, waitUntil } from './support/lock-app';
-import { namesOnEveryMaster, startRedisCluster, TestRedisCluster, shardSubscribers } from './support/redis-cluster';
+import { describeOnCluster, namesOnEveryMaster, startRedisCluster, TestRedisCluster, shardSubscribers } from './support/redis-cluster';
 
 /** Semaphores on a Redis Cluster of 3 masters: hash-tagged keys, sharded pub/sub, the watchdog per slot. */
-describe('semaphores on Redis Cluster (3 masters)', () => {
+describeOnCluster('semaphores on Redis Cluster (3 masters)', () => {
   const WATCHDOG_MS = 600;
   let cluster: TestRedisCluster;
   let raw: Cluster;

@@ -10,6 +10,7 @@ import { startRedis, TestRedis } from './support/redis-server';
 import { freePort } from './support/local-redis';
 import { spawn, ChildProcess } from 'node:child_process';
 import { waitForPing } from './support/local-redis';
+import { redisServerBin } from './support/redis-binaries';
 
 @Controller('health')
 class HealthController {
@@ -27,7 +28,7 @@ class HealthController {
 
 /** A redis-server on a fixed port that the test stops and starts again. */
 function startServer(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const child = spawn(redisServerBin(), ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   return waitForPing(`redis://127.0.0.1:${port}`, 10_000).then(() => child);
 }
 

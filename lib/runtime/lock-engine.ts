@@ -7,6 +7,7 @@ import { boundedAttempt, boundedCall, type CallTicket } from '../redis/bounded-c
 import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { closeConnection, isCluster, RedisClient } from '../redis/redis-client';
+import { ServerVersionCheck } from '../redis/server-version';
 import { UnlockSubscriber, WAKE_ONE } from '../redis/unlock-subscriber';
 import { HeldLocks } from './held-locks';
 import { ReleasesInFlight } from './releases-in-flight';
@@ -100,6 +101,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly telemetry: LockTelemetry | undefined;
   /** This instance's identity in Redis, for `inspect` (refreshed by the watchdog's rounds). */
   readonly instances: InstanceRegistry;
+  /** Refuses a server too old for the scripts (at start when it is reachable, else once it is). */
+  readonly serverVersion: ServerVersionCheck;
 
   private readonly ownsClient: boolean;
   private readonly subscriberConnection: RedisClient;
@@ -111,6 +114,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     const { client, owned } = connectionFor(options.redis, 'lock-commands');
     this.client = client;
     this.ownsClient = owned;
+    this.serverVersion = new ServerVersionCheck(client, describeAddress(client), options.commandTimeout, this.logger);
     if (owned) {
       client.on('error', (error: Error) => this.connectionFailed(error));
       client.on('ready', () => (this.connectionFailureLogged = false));
@@ -147,11 +151,13 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
    * whatever Redis does, and any Redis failure becomes a `LockUnavailableError`.
    */
   call<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T> {
+    if (this.serverVersion.refusal) return Promise.reject(this.serverVersion.refusal);
     return boundedCall(lockName, this.options.commandTimeout, work);
   }
 
   /** `call` for an acquisition attempt: "Redis could not be asked" resolves as a `LockUnavailableError`. */
   attempt<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T | LockUnavailableError> {
+    if (this.serverVersion.refusal) return Promise.reject(this.serverVersion.refusal);
     return boundedAttempt(lockName, this.options.commandTimeout, work);
   }
 
@@ -165,11 +171,20 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     return this.subscriberConnection.status;
   }
 
-  /** Connects the connection the library opened once every module is initialised (and validated). */
-  onApplicationBootstrap(): void {
+  /**
+   * Connects the connection the library opened once every module is initialised (and validated),
+   * and fails the start on a server too old for the scripts (closing what it opened).
+   */
+  async onApplicationBootstrap(): Promise<void> {
     if (this.ownsClient && this.client.status === 'wait') {
       // The 'error' event names the address and the cause; connect()'s rejection only says it closed.
       this.client.connect().catch((error: Error) => this.logger.debug?.(CONNECTION_ERROR_DEBUG('commands', error.message)));
+    }
+    try {
+      await this.serverVersion.atStart();
+    } catch (error) {
+      await this.onApplicationShutdown();
+      throw error;
     }
     this.redlockMasters?.connect();
     // Registered once, then kept alive by every watchdog round (nothing is written per acquisition).
@@ -182,6 +197,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     if (this.shuttingDown) return;
     this.shuttingDown = true;
     this.client.off('ready', this.wakeWaiters);
+    this.serverVersion.stop();
     this.watchdog.stop();
     this.subscriber.close(new LockShutdownError());
     this.redlockMasters?.cancelWaits(new LockShutdownError());

@@ -84,12 +84,13 @@ async function waitFor(check, what, timeoutMs = 20_000) {
 
 async function startRedis() {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+  // REDIS_SERVER_BIN / REDIS_CLI_BIN: the server the test helpers use too (default: on PATH).
+  const child = spawn(process.env.REDIS_SERVER_BIN || 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdio: 'ignore',
   });
   children.add(child);
   await waitFor(() => {
-    const out = execFileSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = execFileSync(process.env.REDIS_CLI_BIN || 'redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
     return out.trim() === 'PONG';
   }, 'redis-server');
   const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { waitForPing as waitForUrl } from './local-redis';
+import { redisServerBin, sentinelCommand } from './redis-binaries';
 
 /**
  * One `redis-server` (or sentinel) process of a test topology, on a loopback port. Cluster and
@@ -67,9 +68,9 @@ export function waitForPing(port: number, deadlineMs = 10_000): Promise<void> {
 }
 
 /**
- * Starts `redis-server` with `args` on `port` and waits for PING: a data server with persistence
- * off, or (`sentinelConfig`) a sentinel on that config file (`redis-server <file> --sentinel`, the
- * same binary as `redis-sentinel`). The process dies with SIGKILL on `stop()`.
+ * Starts `redis-server` (`REDIS_SERVER_BIN`) with `args` on `port` and waits for PING: a data server
+ * with persistence off, or (`sentinelConfig`) a sentinel on that config file (see `sentinelCommand`).
+ * The process dies with SIGKILL on `stop()`.
  */
 export async function spawnRedis(
   port: number,
@@ -78,10 +79,14 @@ export async function spawnRedis(
   sentinelConfig?: string,
 ): Promise<RedisProcess> {
   const common = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir];
-  const argv = sentinelConfig
-    ? [sentinelConfig, '--sentinel', ...common, ...args]
-    : [...args, ...common, '--save', '', '--appendonly', 'no'];
-  const child: ChildProcess = spawn('redis-server', argv, { stdio: 'ignore' });
+  let command = redisServerBin();
+  let argv = [...args, ...common, '--save', '', '--appendonly', 'no'];
+  if (sentinelConfig) {
+    const [bin, first] = sentinelCommand(sentinelConfig);
+    command = bin;
+    argv = [...first, ...common, ...args];
+  }
+  const child: ChildProcess = spawn(command, argv, { stdio: 'ignore' });
   let stopped = false;
   const exited = new Promise<void>((resolve) =>
     child.once('exit', () => {

@@ -1,6 +1,7 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import Redis from 'ioredis';
 import { dockerReachable, freePort, waitForPing } from './local-redis';
+import { redisServerBin } from './redis-binaries';
 
 export { freePort } from './local-redis';
 
@@ -44,7 +45,7 @@ function wrap(host: string, port: number, controls: Pick<TestRedis, 'pause' | 'r
 async function startBinary(extraArgs: readonly string[]): Promise<TestRedis> {
   const port = await freePort();
   const child: ChildProcess = spawn(
-    'redis-server',
+    redisServerBin(),
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs],
     { stdio: 'ignore' },
   );
@@ -94,10 +95,11 @@ async function startContainer(): Promise<TestRedis> {
 }
 
 /**
- * Starts a fresh Redis for a suite: through testcontainers when a Docker engine is reachable,
- * otherwise the `redis-server` binary on a free loopback port (`.ci/run` installs it).
+ * Starts a fresh Redis for a suite: through testcontainers when a Docker engine is reachable and no
+ * `REDIS_SERVER_BIN` names the server to test, otherwise that binary (default `redis-server`,
+ * which `.ci/run` installs) on a free loopback port.
  */
 export async function startRedis(extraArgs: readonly string[] = []): Promise<TestRedis> {
-  if (extraArgs.length === 0 && dockerReachable()) return startContainer();
+  if (extraArgs.length === 0 && !process.env.REDIS_SERVER_BIN && dockerReachable()) return startContainer();
   return startBinary(extraArgs);
 }
