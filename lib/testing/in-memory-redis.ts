@@ -64,9 +64,10 @@ export class InMemoryRedis {
       }
       case 'script': {
         const sub = args[0]?.toLowerCase();
-        if (sub === 'load') {
-          this.lua ??= new LuaRunner();
-          return LuaRunner.sha1(args[1]);
+        if (sub === 'flush') {
+          // A new interpreter: every script must be sent again (NOSCRIPT), as after SCRIPT FLUSH.
+          this.lua = undefined;
+          return new StatusReply('OK');
         }
         throw new ReplyError(`ERR unknown subcommand '${args[0]}'`);
       }

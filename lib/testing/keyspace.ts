@@ -95,6 +95,16 @@ export function globToRegExp(glob: string): RegExp {
  */
 export class Keyspace {
   private readonly entries = new Map<string, Entry>();
+  private lastMicros = 0;
+
+  /**
+   * TIME in microseconds at `now` (ms): Date.now() has no microseconds, so two calls in one
+   * millisecond would read the same time where Redis's clock moved on; it never repeats here.
+   */
+  microsAt(now: number): number {
+    this.lastMicros = Math.max(now * 1000, this.lastMicros + 1);
+    return this.lastMicros;
+  }
 
   /** Runs one command; `now` is the command's (or the enclosing script's) clock. */
   execute(name: string, args: readonly string[], now: number): Reply {
@@ -194,7 +204,10 @@ const COMMANDS: Record<string, Command> = {
   ping: { minArgs: 0, run: (_, args) => (args.length > 0 ? args[0] : new StatusReply('PONG')) },
   time: {
     minArgs: 0,
-    run: (_, __, now) => [String(Math.floor(now / 1000)), String((now % 1000) * 1000)],
+    run: (keyspace, __, now) => {
+      const micros = keyspace.microsAt(now);
+      return [String(Math.floor(micros / 1_000_000)), String(micros % 1_000_000)];
+    },
   },
   info: {
     minArgs: 0,

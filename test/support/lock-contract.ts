@@ -1,8 +1,10 @@
 import { Test, type TestingModule } from '@nestjs/testing';
+import type Redis from 'ioredis';
 import { Lock, LockLostError, LockModuleOptions, LockNotHeldError, LockRunContext, LockTimeoutError, RunOptions } from '../../lib';
 import { LockEngine } from '../../lib/runtime/lock-engine';
 import { LockTestingModule } from '../../lib/testing';
 import { SimulatedNetwork } from '../../lib/testing/simulated-network';
+import { StandInConnection } from '../../lib/testing/stand-in-connection';
 import { createLockApp, deferred, sleep, waitersQueued, waitUntil } from './lock-app';
 import { startRedis } from './redis-server';
 
@@ -23,8 +25,13 @@ export interface EngineHandle {
   createApp(options: LockModuleOptions): Promise<TestingModule>;
   exists(key: string): Promise<number>;
   del(key: string): Promise<number>;
+  /** A raw client of the engine's server (for the kit: a stand-in connection with the same methods). */
+  client(): Redis;
   stop(): Promise<void>;
 }
+
+/** The engines a suite can run on, for `describe.each` (title: `$name`). */
+export const ENGINES = (): ContractEngine[] => [redisEngine, kitEngine];
 
 /** A redis-server of the suite's own, and LockModule. */
 export const redisEngine: ContractEngine = {
@@ -37,6 +44,7 @@ export const redisEngine: ContractEngine = {
       createApp: (options) => createLockApp(options),
       exists: (key) => raw.exists(key),
       del: (key) => raw.del(key),
+      client: () => redis.client(),
       stop: () => redis.stop(),
     };
   },
@@ -62,6 +70,7 @@ export const kitEngine: ContractEngine = {
       },
       exists: async (key) => keyspace().execute('exists', [key], Date.now()) as number,
       del: async (key) => keyspace().execute('del', [key], Date.now()) as number,
+      client: () => new StandInConnection(network.serverFor(url)) as unknown as Redis,
       stop: async () => undefined,
     };
   },
