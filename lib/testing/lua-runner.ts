@@ -97,7 +97,10 @@ export class LuaRunner {
     // Lua 5.1 (Redis) has only doubles; fengari's integers are 32-bit and wrap (a time in
     // microseconds does not fit). Every number a script reads (tonumber, replies) is made a float,
     // so its arithmetic is 5.1's: exact up to 2^53.
-    const prelude = 'local raw = tonumber\ntonumber = function(v, b) local n = raw(v, b) if n == nil then return nil end return n + 0.0 end';
+    // `unpack` is 5.1's name for 5.3's table.unpack.
+    const prelude =
+      'local raw = tonumber\ntonumber = function(v, b) local n = raw(v, b) if n == nil then return nil end return n + 0.0 end\n' +
+      'unpack = table.unpack';
     if (lauxlib.luaL_loadbuffer(L, to_luastring(prelude), null, to_luastring('=prelude')) !== lua.LUA_OK || lua.lua_pcall(L, 0, 0, 0) !== lua.LUA_OK) {
       throw new Error(`Lua prelude failed: ${lua.lua_tojsstring(L, -1)}`);
     }
