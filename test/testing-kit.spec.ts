@@ -274,6 +274,55 @@ describe('testing kit: replacing the app\'s LockModule', () => {
   });
 });
 
+describe('testing kit: options', () => {
+  it('redlock.clients name independent in-memory masters: getRedLock works over them', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [LockTestingModule.forRoot({ redlock: { clients: ['redis://a', 'redis://b', 'redis://c'] } })],
+    }).compile();
+    await moduleRef.init();
+    try {
+      const locks = moduleRef.get(LockService);
+      const red = locks.getRedLock('report');
+      expect(await red.tryLock()).toBe(true);
+      expect(red.getFencingToken()).toEqual(expect.any(Number));
+      expect(await locks.getRedLock('report').tryLock()).toBe(false);
+      await red.unlock();
+      expect(controls(moduleRef).acquisitions.map(({ kind, outcome }) => `${kind} ${outcome}`)).toEqual(['redlock acquired', 'redlock timeout']);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
+  it('isGlobal: the services and controls reach modules that do not import it', async () => {
+    @Injectable()
+    class Elsewhere {
+      constructor(
+        readonly locks: LockService,
+        readonly kit: LockTestingControls,
+      ) {}
+    }
+    @Module({ providers: [Elsewhere], exports: [Elsewhere] })
+    class FeatureModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ isGlobal: true }), FeatureModule] }).compile();
+    await moduleRef.init();
+    try {
+      const feature = moduleRef.get(Elsewhere);
+      await feature.kit.holdElsewhere('g');
+      expect(await feature.locks.getLock('g').tryLock()).toBe(false);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
+  it('bad options fail at bootstrap with the same errors as LockModule', async () => {
+    await expect(Test.createTestingModule({ imports: [LockTestingModule.forRoot({ watchdogTimeout: -1 })] }).compile()).rejects.toThrow(
+      /watchdogTimeout/,
+    );
+  });
+});
+
+const controls = (moduleRef: TestingModule) => moduleRef.get(LockTestingControls);
+
 describe('testing kit: NODE_ENV=production', () => {
   it('warns once (Nest Logger) that the kit is not for production', async () => {
     const previous = process.env.NODE_ENV;
