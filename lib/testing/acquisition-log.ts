@@ -12,6 +12,9 @@ export interface RecordedAcquisition {
   readonly fencingToken?: number;
 }
 
+/** Any member of it is itself; calling it does nothing. */
+const NO_OP: unknown = new Proxy(() => undefined, { get: (_, property) => (property === 'then' ? undefined : NO_OP) });
+
 function outcomeOf(error: unknown, signal: AbortSignal | undefined): AcquireOutcome | 'error' {
   if (signal?.aborted && error === signal.reason) return 'cancelled';
   if (error instanceof LockShutdownError) return 'cancelled';
@@ -57,8 +60,12 @@ export class AcquisitionLog {
         return real?.holdTelemetry(kind, name, options);
       },
     };
-    // Only `observe` and `holdTelemetry` are called on the engine's telemetry.
-    return tap as unknown as LockTelemetry;
+    // The engine calls `observe` and `holdTelemetry`; anything else goes to the real telemetry, or,
+    // without one, to a no-op (where the engine would have had no telemetry at all).
+    return new Proxy(tap, {
+      get: (target, property) =>
+        property in target ? (target as Record<PropertyKey, unknown>)[property] : real ? Reflect.get(real, property) : NO_OP,
+    }) as unknown as LockTelemetry;
   }
 
   clear(): void {
