@@ -4,7 +4,8 @@ require('./scripts/generate-lua').generate();
 
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
+  // sample-app/: the sample app's own unit tests (with the testing kit).
+  roots: ['<rootDir>/test', '<rootDir>/sample-app'],
   testMatch: ['**/*.spec.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   testTimeout: 30000,

@@ -276,3 +276,12 @@ export const LOCK_CONTEXT_ON_CONSTRUCTOR = (className: string): string =>
   `@LockContext() marks a method parameter; it was put on a constructor parameter of ${className}`;
 
 export const REQUEST_CLOSED = 'The client closed the request while it waited for a lock';
+
+export const TESTING_KIT_IN_PRODUCTION =
+  'LockTestingModule (nestjs-redis-locks/testing) is in use with NODE_ENV=production: its locks live in this ' +
+  'process only and exclude nothing across processes; use LockModule in production';
+
+export const TESTING_KIT_LOST = 'the testing controls made it vanish (loseLock)';
+
+export const TESTING_KIT_BAD_HOLD = (name: string, problem: string): string =>
+  `holdElsewhere("${name}"): ${problem}`;

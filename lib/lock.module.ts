@@ -10,6 +10,7 @@ import { LockService } from './lock.service';
 import { FairLockService } from './fair-lock.service';
 import { ReadWriteLockService } from './read-write-lock.service';
 import { LockEngine } from './runtime/lock-engine';
+import { EngineSeam, LOCK_ENGINE_SEAM } from './runtime/engine-seam';
 import { SemaphoreService } from './semaphores/semaphore.service';
 
 /**
@@ -26,8 +27,9 @@ import { SemaphoreService } from './semaphores/semaphore.service';
     },
     {
       provide: LockEngine,
-      inject: [RESOLVED_LOCK_OPTIONS],
-      useFactory: (options: ResolvedLockOptions) => new LockEngine(options),
+      // The seam is provided only by the testing kit (in-memory connections).
+      inject: [RESOLVED_LOCK_OPTIONS, { token: LOCK_ENGINE_SEAM, optional: true }],
+      useFactory: (options: ResolvedLockOptions, seam?: EngineSeam) => new LockEngine(options, seam),
     },
     {
       provide: LockInspector,

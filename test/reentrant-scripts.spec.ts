@@ -1,16 +1,19 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockService } from '../lib';
 import { LuaScript } from '../lib/redis/lua-script';
-import { createLockApp, waitUntil } from './support/lock-app';
-import { startRedis, TestRedis } from './support/redis-server';
+import { waitUntil } from './support/lock-app';
+import { ENGINES, type ContractEngine, type EngineHandle } from './support/lock-contract';
 
-/** Script-level guarantees: resends do not change the outcome, and a flushed script cache recovers. */
-describe('reentrant lock scripts', () => {
-  let redis: TestRedis;
+/**
+ * Script-level guarantees: resends do not change the outcome, and a flushed script cache recovers.
+ * On Redis, and on the testing kit's in-memory server, which runs the same scripts.
+ */
+describe.each(ENGINES())('reentrant lock scripts ($name)', (engine: ContractEngine) => {
+  let redis: EngineHandle;
   let app: TestingModule;
   beforeAll(async () => {
-    redis = await startRedis();
-    app = await createLockApp({ redis: redis.url });
+    redis = await engine.start();
+    app = await redis.createApp({ redis: redis.url });
   });
   afterAll(async () => {
     await app?.close();

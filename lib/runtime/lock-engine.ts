@@ -8,6 +8,7 @@ import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { closeConnection, isCluster, RedisClient } from '../redis/redis-client';
 import { ServerVersionCheck } from '../redis/server-version';
+import type { EngineSeam } from './engine-seam';
 import { UnlockSubscriber, WAKE_ONE } from '../redis/unlock-subscriber';
 import { HeldLocks } from './held-locks';
 import { ReleasesInFlight } from './releases-in-flight';
@@ -110,8 +111,13 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   /** The connection failure was logged; quiet until the connection is ready again. */
   private connectionFailureLogged = false;
 
-  constructor(readonly options: ResolvedLockOptions) {
-    const { client, owned } = connectionFor(options.redis, 'lock-commands');
+  constructor(
+    readonly options: ResolvedLockOptions,
+    /** Testing kit only: in-memory connections instead of the network (see engine-seam.ts). */
+    seam?: EngineSeam,
+  ) {
+    const connect = seam?.connect ?? connectionFor;
+    const { client, owned } = connect(options.redis, 'lock-commands');
     this.client = client;
     this.ownsClient = owned;
     this.serverVersion = new ServerVersionCheck(client, describeAddress(client), options.commandTimeout, this.logger);
@@ -127,7 +133,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     client.on('ready', this.wakeWaiters);
     this.keys = new LockKeys(options.keyPrefix);
     this.watchdog = new Watchdog(this.holds, Math.floor(options.watchdogTimeout / 3), options.commandTimeout, this.logger);
-    this.telemetry = LockTelemetry.start({ lockNames: options.telemetryLockNames });
+    const telemetry = LockTelemetry.start({ lockNames: options.telemetryLockNames });
+    this.telemetry = seam?.telemetry ? seam.telemetry(telemetry) : telemetry;
     this.instances = new InstanceRegistry(
       client,
       options.keyPrefix,
@@ -140,7 +147,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     this.redlockMasters =
       redlock &&
       new RedLockMasters(
-        redlock.clients.map((option, i) => connectionFor(option, `lock-redlock-${i}`, REDLOCK_CONNECTION_DEFAULTS)),
+        redlock.clients.map((option, i) => connect(option, `lock-redlock-${i}`, REDLOCK_CONNECTION_DEFAULTS)),
         redlock.masterTimeout,
         this.logger,
       );

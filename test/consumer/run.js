@@ -16,6 +16,10 @@
  *                     directory and started from a third one
  *    Each: a `@DistributedLock` route answers 200; while one request holds the lock a second one
  *    gets 423 Locked (waitTime 100 ms); another key is not blocked; after the release it answers 200.
+ *    Each app also unit-tests itself with the testing kit (`nestjs-redis-locks/testing`), no Redis:
+ *    nest11-cjs with Jest (ts-jest, fake timers, --detectOpenHandles: it must exit by itself),
+ *    nest12-esm with `node --test`; both replace the app's LockModule import through
+ *    `overrideModule(locks).useModule(LockTestingModule.forRoot())`.
  *    The two apps also install @nestjs/terminus of their Nest major (11: CommonJS; 12: ESM-only,
  *    loaded by this CommonJS library through `require(esm)`) and serve GET /health with
  *    `LockHealthIndicator` from `nestjs-redis-locks/terminus`: 200 with the indicator's `up` details,
@@ -115,7 +119,17 @@ async function pack() {
   const tarball = path.join(tmp, info[0].filename);
   const files = info[0].files.map((f) => f.path);
   const has = (p) => files.includes(p);
-  for (const required of ['package.json', 'LICENSE', 'README.md', 'CHANGELOG.md', 'dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/lib/redis/lua-sources.generated.js']) {
+  for (const required of [
+    'package.json',
+    'LICENSE',
+    'README.md',
+    'CHANGELOG.md',
+    'dist/lib/index.js',
+    'dist/lib/index.d.ts',
+    'dist/lib/redis/lua-sources.generated.js',
+    'dist/lib/testing/index.js',
+    'dist/lib/testing/index.d.ts',
+  ]) {
     if (!has(required)) fail(`the tarball lacks ${required}`);
   }
   const strays = files.filter((f) => !f.startsWith('dist/lib/') && !['package.json', 'LICENSE', 'README.md', 'CHANGELOG.md'].includes(f));
@@ -162,7 +176,7 @@ async function pack() {
 // The scratch apps
 
 /** The app's source; `esm` adds the .js extensions Node's ESM resolution wants. */
-function appSource({ platform, esm, ownFilter, health }) {
+function appSource({ platform, esm, ownFilter, health, kitTest }) {
   const ext = esm ? '.js' : '';
   const files = {};
   if (health) {
@@ -214,15 +228,16 @@ export class WorkController {
 import { LockModule } from 'nestjs-redis-locks';
 ${health ? `import { TerminusModule } from '@nestjs/terminus';\nimport { LockHealthIndicator } from 'nestjs-redis-locks/terminus';\nimport { HealthController } from './health.controller${ext}';\n` : ''}import { WorkController } from './work.controller${ext}';
 
+/** Kept in a constant so tests can replace it: overrideModule(locks).useModule(LockTestingModule.forRoot()). */
+export const locks = LockModule.forRoot({
+  redis: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  keyPrefix: 'consumer:',
+  commandTimeout: 1_000,
+  watchdogTimeout: 3_000,
+});
+
 @Module({
-  imports: [
-    LockModule.forRoot({
-      redis: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-      keyPrefix: 'consumer:',
-      commandTimeout: 1_000,
-      watchdogTimeout: 3_000,
-    }),${health ? '\n    TerminusModule,' : ''}
-  ],
+  imports: [locks${health ? ', TerminusModule' : ''}],
   controllers: [WorkController${health ? ', HealthController' : ''}],${health ? '\n  providers: [LockHealthIndicator],' : ''}
 })
 export class AppModule {}
@@ -267,6 +282,79 @@ export class AllExceptionsFilter implements ExceptionFilter {
     platform === 'fastify'
       ? `await NestFactory.create<NestFastifyApplication>(AppModule, new FastifyAdapter(), { logger: ['error', 'warn'] })`
       : `await NestFactory.create(AppModule, { logger: ['error', 'warn'] })`;
+  if (kitTest === 'jest') {
+    // Type-checked by ts-jest under strict; Jest fake timers move the lock waits.
+    files['test/work.kit.spec.ts'] = `import { Test, TestingModule } from '@nestjs/testing';
+import { LockTimeoutError, LockUnavailableError } from 'nestjs-redis-locks';
+import { LockTestingControls, LockTestingModule } from 'nestjs-redis-locks/testing';
+import { AppModule, locks } from '../src/app.module';
+import { WorkController } from '../src/work.controller';
+
+describe('WorkController with the testing kit and Jest fake timers', () => {
+  let moduleRef: TestingModule;
+  let controls: LockTestingControls;
+  let work: WorkController;
+
+  beforeEach(async () => {
+    jest.useFakeTimers();
+    moduleRef = await Test.createTestingModule({ imports: [AppModule] }).overrideModule(locks).useModule(LockTestingModule.forRoot()).compile();
+    await moduleRef.init();
+    controls = moduleRef.get(LockTestingControls);
+    work = moduleRef.get(WorkController);
+  });
+  afterEach(async () => {
+    await moduleRef.close();
+    jest.useRealTimers();
+  });
+
+  it('runs the route under its lock', async () => {
+    const done = work.work('a', '1000');
+    await jest.advanceTimersByTimeAsync(1_000);
+    await expect(done).resolves.toEqual({ id: 'a', held: 1000, locked: true });
+  });
+
+  it('gives up after waitTime while another process holds the key (the 423 case)', async () => {
+    await controls.holdElsewhere('work:b');
+    const outcome = work.work('b').catch((error: unknown) => error);
+    await jest.advanceTimersByTimeAsync(100);
+    expect(await outcome).toBeInstanceOf(LockTimeoutError);
+    expect(controls.acquisitions.map((a) => a.outcome)).toEqual(['timeout']);
+  });
+
+  it('rejects LockUnavailableError while Redis is down (the 503 case)', async () => {
+    controls.setUnavailable(true);
+    const outcome = work.work('c').catch((error: unknown) => error);
+    await jest.advanceTimersByTimeAsync(200);
+    expect(await outcome).toBeInstanceOf(LockUnavailableError);
+  });
+});
+`;
+  }
+  if (kitTest === 'node') {
+    // Compiled with the app (ESM, nodenext) and run by \`node --test\`.
+    files['src/kit.test.ts'] = `import 'reflect-metadata';
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Test } from '@nestjs/testing';
+import { LockTimeoutError } from 'nestjs-redis-locks';
+import { LockTestingControls, LockTestingModule } from 'nestjs-redis-locks/testing';
+import { AppModule, locks } from './app.module.js';
+import { WorkController } from './work.controller.js';
+
+test('LockTimeoutError while another process holds the key, the work once it lets go', async () => {
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).overrideModule(locks).useModule(LockTestingModule.forRoot()).compile();
+  await moduleRef.init();
+  try {
+    const hold = await moduleRef.get(LockTestingControls).holdElsewhere('work:b');
+    await assert.rejects(moduleRef.get(WorkController).work('b'), LockTimeoutError);
+    await hold.release();
+    assert.deepEqual(await moduleRef.get(WorkController).work('b'), { id: 'b', held: 0, locked: true });
+  } finally {
+    await moduleRef.close();
+  }
+});
+`;
+  }
   files['src/main.ts'] = `${imports.join('\n')}
 
 async function bootstrap(): Promise<void> {
@@ -290,6 +378,7 @@ const APPS = [
     esm: false,
     ownFilter: false,
     health: true,
+    kitTest: 'jest',
     deps: {
       '@nestjs/common': '^11',
       '@nestjs/core': '^11',
@@ -299,7 +388,15 @@ const APPS = [
       'reflect-metadata': '^0.2',
       rxjs: '^7',
     },
-    devDeps: { typescript: '5.9.3', '@types/node': '^20', esbuild: '^0.28' },
+    devDeps: {
+      typescript: '5.9.3',
+      '@types/node': '^20',
+      esbuild: '^0.28',
+      '@nestjs/testing': '^11',
+      jest: '^29',
+      'ts-jest': '^29',
+      '@types/jest': '^29',
+    },
   },
   {
     name: 'nest12-esm',
@@ -308,11 +405,14 @@ const APPS = [
     esm: true,
     ownFilter: true,
     health: true,
+    kitTest: 'node',
     deps: {
       '@nestjs/common': '^12',
       '@nestjs/core': '^12',
       '@nestjs/platform-fastify': '^12',
       '@nestjs/terminus': '^12',
+      // The app's own tests (src/kit.test.ts) compile with it.
+      '@nestjs/testing': '^12',
       ioredis: '^6',
       'reflect-metadata': '^0.2',
       rxjs: '^7',
@@ -350,9 +450,24 @@ async function buildApp(app, tarball) {
     ...(app.esm ? { type: 'module' } : {}),
     dependencies: { ...app.deps, 'nestjs-redis-locks': `file:${tarball}` },
     devDependencies: app.devDeps,
+    ...(app.kitTest === 'jest'
+      ? {
+          jest: {
+            testEnvironment: 'node',
+            roots: ['<rootDir>/test'],
+            transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }] },
+          },
+        }
+      : {}),
   };
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify(pkg, null, 2));
   fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify(tsconfig(app.esm), null, 2));
+  if (app.kitTest === 'jest') {
+    fs.mkdirSync(path.join(dir, 'test'));
+    const base = tsconfig(app.esm);
+    const testConfig = { ...base, compilerOptions: { ...base.compilerOptions, rootDir: '.', types: ['node', 'jest'] }, include: ['src', 'test'] };
+    fs.writeFileSync(path.join(dir, 'tsconfig.test.json'), JSON.stringify(testConfig, null, 2));
+  }
   for (const [file, text] of Object.entries(appSource(app))) fs.writeFileSync(path.join(dir, file), text);
   await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir });
   const versions = ['@nestjs/core', ...(app.health ? ['@nestjs/terminus'] : []), 'ioredis', 'typescript'].map((name) => {
@@ -403,6 +518,8 @@ async function bundle(appDir) {
   );
   const text = fs.readFileSync(path.join(outDir, 'main.js'), 'utf8');
   if (!text.includes('reentrant-acquire')) fail('the bundle does not carry the Lua scripts');
+  // The Lua interpreter belongs to the testing subpath only: an app's production bundle never has it.
+  if (/fengari/.test(text)) fail('the bundle carries fengari (the testing kit leaked into the main entry)');
   const entries = fs.readdirSync(outDir);
   if (entries.join() !== 'main.js') fail(`the bundle directory holds more than main.js: ${entries.join(', ')}`);
   log(`bundled: ${(text.length / 1024 / 1024).toFixed(1)} MB, one file`);
@@ -523,12 +640,30 @@ async function checkHealth(name, app, redis, { ownFilter }) {
   log(`${name}: GET /health 200 up (pingMs ${locks.pingMs}, subscriber ${locks.subscriber}, watchdogRoundAgeMs ${locks.watchdogRoundAgeMs}), 503 down once redis-server stopped`);
 }
 
+/** The app's own unit tests with the testing kit: no Redis; a Jest run must exit by itself. */
+async function runKitTests(app, dir) {
+  if (app.kitTest === 'jest') {
+    const output = await run(process.execPath, [path.join(dir, 'node_modules', 'jest', 'bin', 'jest.js'), '--detectOpenHandles'], {
+      cwd: dir,
+      env: { ...process.env, FORCE_COLOR: '0' },
+    });
+    if (!/Tests:\s+3 passed, 3 total/.test(output)) fail(`${app.name}: the kit's Jest tests did not all pass:\n${output}`);
+    if (/open handle|did not exit/i.test(output)) fail(`${app.name}: Jest reported an open handle:\n${output}`);
+    log(`${app.name}: Jest tests with nestjs-redis-locks/testing and fake timers passed, no open handle`);
+  } else if (app.kitTest === 'node') {
+    const output = await run(process.execPath, ['--test', path.join('dist', 'kit.test.js')], { cwd: dir });
+    if (!/# pass 1/.test(output)) fail(`${app.name}: node --test with nestjs-redis-locks/testing did not pass:\n${output}`);
+    log(`${app.name}: node --test with nestjs-redis-locks/testing (ESM) passed`);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
   log(`temp dir ${tmp}`);
   const tarball = await pack();
   const dirs = await Promise.all(APPS.map((app) => buildApp(app, tarball)));
+  for (const [index, app] of APPS.entries()) await runKitTests(app, dirs[index]);
   const bundlePath = await bundle(dirs[0]);
 
   for (const [index, app] of APPS.entries()) {

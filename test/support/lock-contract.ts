@@ -1,20 +1,100 @@
-import type { TestingModule } from '@nestjs/testing';
+import { Test, type TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { Lock, LockLostError, LockModuleOptions, LockNotHeldError, LockRunContext, LockTimeoutError, RunOptions } from '../../lib';
+import { Lock, LockLostError, LockModuleOptions, LockNotHeldError, LockRunContext, LockTimeoutError, RunOptions, WaitingRunOptions } from '../../lib';
+import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockTestingModule } from '../../lib/testing';
+import { SimulatedNetwork } from '../../lib/testing/simulated-network';
+import { StandInConnection } from '../../lib/testing/stand-in-connection';
 import { createLockApp, deferred, sleep, waitersQueued, waitUntil } from './lock-app';
-import { startRedis, TestRedis } from './redis-server';
+import { startRedis } from './redis-server';
+
+/**
+ * What a contract suite runs on: a real Redis (test/support) or the testing kit's in-memory one.
+ * Both are reached the same way: module instances that behave as separate processes, and a raw
+ * view of the keys to check (or break) the state behind the library's back.
+ */
+export interface ContractEngine {
+  readonly name: string;
+  start(): Promise<EngineHandle>;
+}
+
+export interface EngineHandle {
+  /** The address module options name (`redis`, `redlock.clients`). */
+  readonly url: string;
+  /** A module instance on this engine: another process, as far as the locks can tell. */
+  createApp(options: LockModuleOptions): Promise<TestingModule>;
+  exists(key: string): Promise<number>;
+  del(key: string): Promise<number>;
+  /** A raw client of the engine's server (for the kit: a stand-in connection with the same methods). */
+  client(): Redis;
+  stop(): Promise<void>;
+}
+
+/** The engines a suite can run on, for `describe.each` (title: `$name`). */
+export const ENGINES = (): ContractEngine[] => [redisEngine, kitEngine];
+
+/** A redis-server of the suite's own, and LockModule. */
+export const redisEngine: ContractEngine = {
+  name: 'redis',
+  async start() {
+    const redis = await startRedis();
+    const raw = redis.client();
+    return {
+      url: redis.url,
+      createApp: (options) => createLockApp(options),
+      exists: (key) => raw.exists(key),
+      del: (key) => raw.del(key),
+      client: () => redis.client(),
+      stop: () => redis.stop(),
+    };
+  },
+};
+
+/** The testing kit: LockTestingModule instances sharing one simulated network (one in-memory Redis per address). */
+export const kitEngine: ContractEngine = {
+  name: 'testing kit',
+  async start() {
+    const network = new SimulatedNetwork();
+    const url = 'redis://kit.test:6379';
+    const keyspace = () => network.serverFor(url).keyspace;
+    return {
+      url,
+      async createApp(options) {
+        const moduleRef = await Test.createTestingModule({ imports: [LockTestingModule.forRoot(options)] })
+          .overrideProvider(SimulatedNetwork)
+          .useValue(network)
+          .compile();
+        moduleRef.useLogger(false);
+        await moduleRef.init();
+        return moduleRef;
+      },
+      exists: async (key) => keyspace().execute('exists', [key], Date.now()) as number,
+      del: async (key) => keyspace().execute('del', [key], Date.now()) as number,
+      client: () => new StandInConnection(network.serverFor(url)) as unknown as Redis,
+      stop: async () => undefined,
+    };
+  },
+};
+
+/** Until a caller of `moduleRef` sleeps between RedLock retries (it tried, found the lock busy, and waits). */
+function redLockRetrying(moduleRef: TestingModule): Promise<void> {
+  const masters = moduleRef.get(LockEngine).redlockMasters as unknown as { pausing: Set<unknown> };
+  return waitUntil(() => masters.pausing.size > 0);
+}
 
 /** How the contract reaches one lock kind. */
 export interface LockKind {
   readonly kind: string;
   make(app: TestingModule, name: string): Lock;
-  run<T>(app: TestingModule, name: string, fn: (context: LockRunContext) => Promise<T>, options?: RunOptions): Promise<T>;
+  run<T>(app: TestingModule, name: string, fn: (context: LockRunContext) => Promise<T>, options?: WaitingRunOptions): Promise<T>;
   /** The Redis key holding the lock's state. */
   redisKey(name: string): string;
   /** Module options the kind needs besides `redis` (e.g. RedLock's masters), given the suite's server URL. */
   moduleOptions?(redisUrl: string): Partial<LockModuleOptions>;
   /** A kind that waits by retrying (RedLock) has no subscriber seat to observe while it waits. */
   waitsByRetrying?: boolean;
+  /** The name `run` reports for `name` (its context's `name`, a `LockTimeoutError`'s `lockName`), when not `name`. */
+  reportedName?(name: string): string | readonly string[];
 }
 
 export const WATCHDOG_MS = 600;
@@ -23,23 +103,23 @@ export const WATCHDOG_MS = 600;
  * The behaviour every exclusive lock kind shares (ShedLock's idea: one suite, every kind). Runs
  * against a real Redis with a short watchdog so renewal and expiry take a few hundred ms.
  */
-export function describeLockContract(kind: LockKind): void {
-  describe(`${kind.kind}: lock contract`, () => {
-    let redis: TestRedis;
+export function describeLockContract(kind: LockKind, engine: ContractEngine = redisEngine): void {
+  describe(`${kind.kind}: lock contract (${engine.name})`, () => {
+    let redis: EngineHandle;
     let app: TestingModule;
     let other: TestingModule; // a second module instance: another process, as far as Redis can tell
-    let raw: Redis;
+    let raw: Pick<EngineHandle, 'exists' | 'del'>;
     let seq = 0;
     const fresh = () => `${kind.kind}-${++seq}`;
-    /** Until a caller of `moduleRef` is waiting for a lock (a retrying kind: a few of its retries). */
-    const waiting = (moduleRef: TestingModule) => (kind.waitsByRetrying ? sleep(200) : waitersQueued(moduleRef));
+    /** Until a caller of `moduleRef` is waiting for a lock. */
+    const waiting = (moduleRef: TestingModule) => (kind.waitsByRetrying ? redLockRetrying(moduleRef) : waitersQueued(moduleRef));
 
     beforeAll(async () => {
-      redis = await startRedis();
-      raw = redis.client();
+      redis = await engine.start();
+      raw = redis;
       const options = { redis: redis.url, watchdogTimeout: WATCHDOG_MS, ...kind.moduleOptions?.(redis.url) };
-      app = await createLockApp(options);
-      other = await createLockApp(options);
+      app = await redis.createApp(options);
+      other = await redis.createApp(options);
     });
     afterAll(async () => {
       await app?.close();
@@ -145,14 +225,14 @@ export function describeLockContract(kind: LockKind): void {
       const fn = jest.fn(async () => 'ran');
       const error = await kind.run(other, name, fn, { waitTime: 100 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockTimeoutError);
-      expect((error as LockTimeoutError).lockName).toBe(name);
+      expect((error as LockTimeoutError).lockName).toEqual(kind.reportedName?.(name) ?? name);
       expect(fn).not.toHaveBeenCalled();
       await holder.unlock();
     });
 
     it('run returns fn result, and releases and rethrows the same error when fn throws', async () => {
       const name = fresh();
-      expect(await kind.run(app, name, async ({ name: given }) => `ok:${String(given)}`)).toBe(`ok:${name}`);
+      expect(await kind.run(app, name, async ({ name: given }) => `ok:${String(given)}`)).toBe(`ok:${String(kind.reportedName?.(name) ?? name)}`);
       const thrown = new Error('boom');
       await expect(
         kind.run(app, name, async () => {
@@ -226,6 +306,155 @@ export function describeLockContract(kind: LockKind): void {
       expect(await acquired).toBe(true);
       expect(await kind.make(other, name).forceUnlock()).toBe(true);
       expect(await kind.make(other, name).forceUnlock()).toBe(false);
+    });
+  });
+}
+
+/** How the run contract reaches one kind through its `run` helper (locks, multi-locks, semaphores). */
+export interface RunKind {
+  readonly kind: string;
+  run<T>(app: TestingModule, name: string, fn: (context: LockRunContext) => Promise<T>, options?: WaitingRunOptions): Promise<T>;
+  /** The keys holding the state of `name`: deleting them loses the lock. */
+  stateKeys(name: string): string[];
+  /** The fencing tokens a run's context carries (one per member of a multi-lock). */
+  tokens(context: LockRunContext): number[];
+  /** A nested run of the same name re-enters (a semaphore's permits do not). */
+  readonly reentrant: boolean;
+  moduleOptions?(redisUrl: string): Partial<LockModuleOptions>;
+  readonly waitsByRetrying?: boolean;
+}
+
+/**
+ * The behaviour every exclusive kind shares when used through `run` (the shape apps use most):
+ * exclusion across processes, re-entry, waitTime and leaseTime expiry, `signal` on loss,
+ * cancellation, and fencing tokens that only grow. A semaphore of one permit and a multi-lock pass
+ * it too.
+ */
+export function describeRunContract(kind: RunKind, engine: ContractEngine = redisEngine): void {
+  describe(`${kind.kind}: run contract (${engine.name})`, () => {
+    let handle: EngineHandle;
+    let app: TestingModule;
+    let other: TestingModule;
+    let seq = 0;
+    const fresh = () => `run-${kind.kind}-${++seq}`;
+    const waiting = (moduleRef: TestingModule) => (kind.waitsByRetrying ? redLockRetrying(moduleRef) : waitersQueued(moduleRef));
+    /** Holds `name` in `moduleRef` until the returned gate opens; resolves once held. */
+    const holdUntil = async (moduleRef: TestingModule, name: string, options?: WaitingRunOptions) => {
+      const gate = deferred();
+      const held = deferred<LockRunContext>();
+      const running = kind.run(
+        moduleRef,
+        name,
+        async (context) => {
+          held.resolve(context);
+          await gate.promise;
+          return 'held';
+        },
+        options,
+      );
+      const context = await Promise.race([held.promise, running.then(() => Promise.reject(new Error('run ended before fn ran')))]);
+      return { context, open: () => gate.resolve(), running };
+    };
+
+    beforeAll(async () => {
+      handle = await engine.start();
+      const options = { redis: handle.url, watchdogTimeout: WATCHDOG_MS, ...kind.moduleOptions?.(handle.url) };
+      app = await handle.createApp(options);
+      other = await handle.createApp(options);
+    });
+    afterAll(async () => {
+      await app?.close();
+      await other?.close();
+      await handle?.stop();
+    });
+
+    it('excludes: concurrent runs in two processes never overlap, and all of them run', async () => {
+      const name = fresh();
+      let inside = 0;
+      let maxInside = 0;
+      let done = 0;
+      const body = async () => {
+        maxInside = Math.max(maxInside, ++inside);
+        await sleep(15);
+        inside--;
+        done++;
+      };
+      await Promise.all([app, other, app, other, app, other].map((moduleRef) => kind.run(moduleRef, name, body, { waitTime: 20_000 })));
+      expect(done).toBe(6);
+      expect(maxInside).toBe(1);
+    });
+
+    it('re-enters in a nested run of the same name (where the kind re-enters)', async () => {
+      if (!kind.reentrant) return;
+      const name = fresh();
+      const result = await kind.run(app, name, () => kind.run(app, name, async () => 'inner', { waitTime: 200 }));
+      expect(result).toBe('inner');
+    });
+
+    it('waitTime: a run on a busy lock throws LockTimeoutError after about waitTime, without calling fn', async () => {
+      const name = fresh();
+      const holder = await holdUntil(app, name);
+      const fn = jest.fn(async () => 'ran');
+      const started = Date.now();
+      const error = await kind.run(other, name, fn, { waitTime: 120 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockTimeoutError);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(110);
+      expect(fn).not.toHaveBeenCalled();
+      holder.open();
+      await holder.running;
+    });
+
+    it('leaseTime: the hold ends by itself, another process gets it, and the late release does not throw', async () => {
+      const name = fresh();
+      const holder = await holdUntil(app, name, { leaseTime: 300 });
+      const got = await kind.run(other, name, async () => 'after the lease', { waitTime: 10_000 });
+      expect(got).toBe('after the lease');
+      holder.open();
+      await expect(holder.running).resolves.toBe('held');
+    });
+
+    it('signal aborts with LockLostError when the lock vanishes, and run still returns fn result', async () => {
+      const name = fresh();
+      const holder = await holdUntil(app, name);
+      expect(holder.context.signal.aborted).toBe(false);
+      for (const key of kind.stateKeys(name)) await handle.del(key);
+      await waitUntil(() => holder.context.signal.aborted, WATCHDOG_MS * 5);
+      expect(holder.context.signal.reason).toBeInstanceOf(LockLostError);
+      holder.open();
+      await expect(holder.running).resolves.toBe('held');
+    });
+
+    it('cancellation: aborting a waiting run rejects with the reason at once and leaves no waiter', async () => {
+      const name = fresh();
+      const holder = await holdUntil(app, name);
+      const controller = new AbortController();
+      const fn = jest.fn(async () => 'ran');
+      const waited = kind.run(other, name, fn, { waitTime: 20_000, signal: controller.signal }).catch((e: unknown) => e);
+      await waiting(other);
+      const reason = new Error('caller gave up');
+      controller.abort(reason);
+      expect(await waited).toBe(reason);
+      expect(fn).not.toHaveBeenCalled();
+      await waitUntil(() => other.get(LockEngine).subscriber.waiterCount() === 0);
+      holder.open();
+      await holder.running;
+      // Nothing of the cancelled wait is left in the way.
+      expect(await kind.run(app, name, async () => 'free', { waitTime: 0 })).toBe('free');
+    });
+
+    it('fencing tokens grow with every acquisition, in either process', async () => {
+      const name = fresh();
+      const seen: number[][] = [];
+      for (const moduleRef of [app, other, app, other]) {
+        seen.push(await kind.run(moduleRef, name, async (context) => kind.tokens(context)));
+      }
+      for (const tokens of seen) {
+        expect(tokens.length).toBeGreaterThan(0);
+        for (const token of tokens) expect(Number.isSafeInteger(token)).toBe(true);
+      }
+      for (let i = 1; i < seen.length; i++) {
+        seen[i].forEach((token, member) => expect(token).toBeGreaterThan(seen[i - 1][member]));
+      }
     });
   });
 }

@@ -1,0 +1,171 @@
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { LOCK_LOST, TESTING_KIT_BAD_HOLD, TESTING_KIT_LOST } from '../lock.messages';
+import { RESOLVED_LOCK_OPTIONS } from '../lock.module-definition';
+import type { ResolvedLockOptions } from '../lock.options';
+import { LockInspector } from '../introspection/lock-inspector';
+import { LockService } from '../lock.service';
+import { ReadWriteLockService } from '../read-write-lock.service';
+import { LockKeys } from '../redis/lock-keys';
+import { LockEngine } from '../runtime/lock-engine';
+import { SemaphoreKeys } from '../semaphores/semaphore';
+import { SemaphoreService } from '../semaphores/semaphore.service';
+import { AcquisitionLog, type RecordedAcquisition } from './acquisition-log';
+import { SimulatedNetwork } from './simulated-network';
+
+/** How `holdElsewhere` holds a name. */
+export interface HoldElsewhereOptions {
+  /**
+   * `exclusive` (default): the reentrant lock of the name (which the fair lock shares);
+   * `read` / `write`: the read-write lock of the name in that mode.
+   */
+  mode?: 'exclusive' | 'read' | 'write';
+  /**
+   * Holds the semaphore of the name instead: `permits` is its limit (as the app's
+   * `getSemaphore(name, { permits })`), and all of them are taken unless `take` says fewer.
+   */
+  permits?: number;
+  /** With `permits`: how many permits the other process takes (default: all). */
+  take?: number;
+}
+
+/** A hold by the simulated other process. */
+export interface ElsewhereHold {
+  /** Lets go of it (once; later calls do nothing). */
+  release(): Promise<void>;
+}
+
+/**
+ * Drives the unhappy paths of code under test: contention from another process, a lock lost under
+ * its holder, Redis going away, and the record of every acquisition.
+ */
+@Injectable()
+export class LockTestingControls implements OnApplicationShutdown {
+  private elsewhere: { engine: LockEngine; locks: LockService; readWrite: ReadWriteLockService; semaphores: SemaphoreService } | undefined;
+  private readonly elsewhereHolds = new Set<ElsewhereHold>();
+
+  constructor(
+    @Inject(LockEngine) private readonly engine: LockEngine,
+    @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    @Inject(SimulatedNetwork) private readonly network: SimulatedNetwork,
+    @Inject(AcquisitionLog) private readonly log: AcquisitionLog,
+  ) {}
+
+  /**
+   * Resolves once another simulated process (a second module instance with its own client id,
+   * through the same scripts and keyspace) holds `name`, waiting for it like any other holder
+   * would. It keeps the hold alive with its own watchdog until `release()`.
+   */
+  async holdElsewhere(name: string, options: HoldElsewhereOptions = {}): Promise<ElsewhereHold> {
+    const other = this.otherProcess();
+    let release: () => Promise<void>;
+    if (options.permits !== undefined) {
+      if (options.mode !== undefined) throw new TypeError(TESTING_KIT_BAD_HOLD(name, 'give either mode (a lock) or permits (a semaphore), not both'));
+      const permit = await other.semaphores.getSemaphore(name, { permits: options.permits }).acquire({ take: options.take ?? options.permits });
+      release = () => permit.release();
+    } else {
+      const mode = options.mode ?? 'exclusive';
+      if (options.take !== undefined) throw new TypeError(TESTING_KIT_BAD_HOLD(name, 'take applies to a semaphore (give permits)'));
+      const lock =
+        mode === 'exclusive'
+          ? other.locks.getLock(name)
+          : mode === 'read'
+            ? other.readWrite.getReadWriteLock(name).readLock()
+            : mode === 'write'
+              ? other.readWrite.getReadWriteLock(name).writeLock()
+              : undefined;
+      if (!lock) throw new TypeError(TESTING_KIT_BAD_HOLD(name, `mode must be 'exclusive', 'read' or 'write' (got ${String(mode)})`));
+      await lock.lock();
+      release = () => lock.unlock();
+    }
+    let released = false;
+    const hold: ElsewhereHold = {
+      release: async () => {
+        if (released) return;
+        released = true;
+        this.elsewhereHolds.delete(hold);
+        await release();
+      },
+    };
+    this.elsewhereHolds.add(hold);
+    return hold;
+  }
+
+  /**
+   * The lock `name` (its reentrant/fair, read-write and semaphore state) vanishes as if its lease
+   * had run out. Resolves once every local holder was told: its `signal` aborts with
+   * `LockLostError`, and its release finds nothing (which `run` and the decorators do not throw).
+   */
+  async loseLock(name: string): Promise<void> {
+    const keys = this.engine.keys;
+    const lockKey = keys.lock(name);
+    const readWriteKey = keys.readWrite(name);
+    const semaphore = new SemaphoreKeys(this.options.keyPrefix, name);
+    const gone = [lockKey, readWriteKey, LockKeys.readWriteLeases(readWriteKey), semaphore.base, semaphore.leases];
+    for (const server of this.network.all()) for (const key of gone) server.keyspace.delete(key);
+    await Promise.all([this.engine, this.elsewhere?.engine].map((engine) => engine && noticeLoss(engine, name)));
+  }
+
+  /**
+   * While on, Redis is unreachable for this module (and the simulated other process): every lock
+   * operation rejects with `LockUnavailableError`, renewals fail, and a holder whose lease runs out
+   * meanwhile loses its lock. Off: connections come back and waiters retry at once.
+   */
+  setUnavailable(on: boolean): void {
+    this.network.setAvailable(!on);
+  }
+
+  /** Every acquisition of this module so far, in the order they ended. */
+  get acquisitions(): readonly RecordedAcquisition[] {
+    return this.log.entries;
+  }
+
+  /** Clears `acquisitions`, makes Redis available again and releases every `holdElsewhere` hold. */
+  async reset(): Promise<void> {
+    this.log.clear();
+    this.setUnavailable(false);
+    await Promise.all([...this.elsewhereHolds].map((hold) => hold.release().catch(() => undefined)));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.elsewhereHolds.clear();
+    const other = this.elsewhere;
+    this.elsewhere = undefined;
+    await other?.engine.onApplicationShutdown();
+  }
+
+  private otherProcess() {
+    if (!this.elsewhere) {
+      const engine = new LockEngine({ ...this.options, clientName: `${this.options.clientName} (elsewhere)` }, { connect: this.network.connect });
+      engine.onApplicationBootstrap();
+      this.elsewhere = {
+        engine,
+        locks: new LockService(engine, new LockInspector(engine)),
+        readWrite: new ReadWriteLockService(engine, new LockInspector(engine)),
+        semaphores: new SemaphoreService(engine),
+      };
+    }
+    return this.elsewhere;
+  }
+}
+
+/**
+ * Lets `engine` learn at once that its holds of `name` are gone: a watchdog-kept hold through a
+ * renewal round (which finds it gone, as in production), a fixed-lease hold directly (nothing
+ * renews it, so nothing else would notice before its lease ends).
+ */
+async function noticeLoss(engine: LockEngine, name: string): Promise<void> {
+  const holds = engine.holds.all().filter((hold) => hold.name === name);
+  let renewed = false;
+  for (const hold of holds) {
+    if (hold.renewal) renewed = true;
+    else {
+      engine.holds.forget(hold);
+      hold.lose(TESTING_KIT_LOST);
+      engine.logger.warn(LOCK_LOST(name, TESTING_KIT_LOST));
+    }
+  }
+  if (!renewed) return;
+  // A round already in flight may have renewed before the keys went: then one more round.
+  await engine.watchdog.renewNow();
+  if (holds.some((hold) => engine.holds.isCurrent(hold))) await engine.watchdog.renewNow();
+}

@@ -1,0 +1,64 @@
+import { DynamicModule, Logger, Provider } from '@nestjs/common';
+import { TESTING_KIT_IN_PRODUCTION } from '../lock.messages';
+import { LOCK_MODULE_ASYNC_OPTIONS_TYPE } from '../lock.module-definition';
+import { LockModule } from '../lock.module';
+import type { LockModuleOptions } from '../lock.options';
+import { LOCK_ENGINE_SEAM, type EngineSeam } from '../runtime/engine-seam';
+import { AcquisitionLog } from './acquisition-log';
+import { LockTestingControls } from './lock-testing-controls';
+import { SimulatedNetwork } from './simulated-network';
+
+/**
+ * Options of `LockTestingModule.forRoot`: LockModule's, validated the same way. No network is
+ * used: `redis` and each of `redlock.clients` only name simulated in-memory servers (the same
+ * address is the same server), and `syncReplicas` is confirmed at once.
+ */
+export type LockTestingModuleOptions = LockModuleOptions;
+
+let warnedInProduction = false;
+
+/** The testing kit's own providers, added to LockModule's. */
+function kitProviders(): Provider[] {
+  return [
+    { provide: SimulatedNetwork, useFactory: () => new SimulatedNetwork() },
+    AcquisitionLog,
+    {
+      provide: LOCK_ENGINE_SEAM,
+      inject: [SimulatedNetwork, AcquisitionLog],
+      useFactory: (network: SimulatedNetwork, log: AcquisitionLog): EngineSeam => {
+        if (process.env.NODE_ENV === 'production' && !warnedInProduction) {
+          warnedInProduction = true;
+          new Logger('LockTestingModule').warn(TESTING_KIT_IN_PRODUCTION);
+        }
+        return { connect: network.connect, telemetry: (real) => log.tap(real) };
+      },
+    },
+    LockTestingControls,
+  ];
+}
+
+function withKit(base: DynamicModule): DynamicModule {
+  return {
+    ...base,
+    providers: [...(base.providers ?? []), ...kitProviders()],
+    exports: [...(base.exports ?? []), LockTestingControls],
+  };
+}
+
+/**
+ * A drop-in for `LockModule` in tests: the same providers, decorators, errors and semantics (the
+ * library's own engine and Lua scripts, run against an in-memory Redis in this process), plus
+ * `LockTestingControls`. No Redis and no network; leases and waits run on the global timers, so
+ * fake timers move them. Import it directly, or replace the app's import with
+ * `overrideModule(locks).useModule(LockTestingModule.forRoot())` where `locks` is the object the
+ * app's `LockModule.forRoot(...)` returned.
+ */
+export class LockTestingModule extends LockModule {
+  static forRoot(options: LockTestingModuleOptions = {}): DynamicModule {
+    return withKit(super.forRoot(options));
+  }
+
+  static forRootAsync(options: typeof LOCK_MODULE_ASYNC_OPTIONS_TYPE): DynamicModule {
+    return withKit(super.forRootAsync(options));
+  }
+}

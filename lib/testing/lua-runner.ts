@@ -1,0 +1,290 @@
+import { createHash } from 'node:crypto';
+import { ReplyError } from 'ioredis';
+import { StatusReply, type Reply } from './keyspace';
+
+/** The few parts of `fengari` (Lua 5.3 in JavaScript) used here; the package ships no types. */
+interface LuaState {
+  readonly __luaState?: never;
+}
+interface Fengari {
+  lua: {
+    LUA_REGISTRYINDEX: number;
+    LUA_OK: number;
+    LUA_TNIL: number;
+    LUA_TBOOLEAN: number;
+    LUA_TNUMBER: number;
+    LUA_TSTRING: number;
+    LUA_TTABLE: number;
+    lua_gettop(L: LuaState): number;
+    lua_settop(L: LuaState, index: number): void;
+    lua_type(L: LuaState, index: number): number;
+    lua_isinteger(L: LuaState, index: number): boolean;
+    lua_tointeger(L: LuaState, index: number): number;
+    lua_tonumber(L: LuaState, index: number): number;
+    lua_toboolean(L: LuaState, index: number): boolean;
+    lua_tojsstring(L: LuaState, index: number): string;
+    lua_pushinteger(L: LuaState, value: number): void;
+    lua_pushnumber(L: LuaState, value: number): void;
+    lua_pushstring(L: LuaState, value: Uint8Array): void;
+    lua_pushboolean(L: LuaState, value: boolean): void;
+    lua_pushjsfunction(L: LuaState, fn: (L: LuaState) => number): void;
+    lua_newtable(L: LuaState): void;
+    lua_createtable(L: LuaState, narr: number, nrec: number): void;
+    lua_setfield(L: LuaState, index: number, name: Uint8Array): void;
+    lua_getfield(L: LuaState, index: number, name: Uint8Array): number;
+    lua_rawseti(L: LuaState, index: number, i: number): void;
+    lua_rawgeti(L: LuaState, index: number, i: number): number;
+    lua_setglobal(L: LuaState, name: Uint8Array): void;
+    lua_pcall(L: LuaState, nargs: number, nresults: number, msgh: number): number;
+    lua_pop(L: LuaState, n: number): void;
+    lua_error(L: LuaState): never;
+  };
+  lauxlib: {
+    luaL_newstate(): LuaState;
+    luaL_loadbuffer(L: LuaState, source: Uint8Array, size: null, name: Uint8Array): number;
+    luaL_ref(L: LuaState, index: number): number;
+  };
+  lualib: { luaL_openlibs(L: LuaState): void };
+  to_luastring(text: string): Uint8Array;
+}
+
+let fengari: Fengari | undefined;
+
+/** Loaded on first use: only the testing subpath needs a Lua interpreter. */
+function loadFengari(): Fengari {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  fengari ??= require('fengari') as Fengari;
+  return fengari;
+}
+
+/** Runs one Redis command for a script (the keyspace's `execute`, or the server's publish). */
+export type ScriptCommand = (name: string, args: string[]) => Reply;
+
+const NOSCRIPT = 'NOSCRIPT No matching script. Please use EVAL.';
+
+/**
+ * The library's own Lua scripts, run as Redis runs them: one interpreter per simulated server,
+ * scripts cached by SHA1 (EVALSHA of an unknown one answers NOSCRIPT), `KEYS`/`ARGV` and a
+ * `redis` table whose `call`/`pcall` reach the in-memory keyspace. Fengari is Lua 5.3 and Redis
+ * embeds 5.1, so the edges are converted as Redis does: numbers are doubles (see the prelude
+ * below), a number handed to `redis.call` is
+ * written as an integer when it is one (5.3 would write `3.0`), a number returned is truncated to
+ * an integer, `false` is nil, a table is an array up to its first nil, and `{err=}`/`{ok=}` are
+ * error and status replies.
+ */
+export class LuaRunner {
+  private readonly f = loadFengari();
+  private readonly L: LuaState;
+  private readonly bySha = new Map<string, number>();
+  private command: ScriptCommand | undefined;
+
+  constructor() {
+    const { lua, lauxlib, lualib, to_luastring } = this.f;
+    const L = (this.L = lauxlib.luaL_newstate());
+    lualib.luaL_openlibs(L);
+    lua.lua_newtable(L);
+    lua.lua_pushjsfunction(L, (state) => this.redisCall(state, true));
+    lua.lua_setfield(L, -2, to_luastring('call'));
+    lua.lua_pushjsfunction(L, (state) => this.redisCall(state, false));
+    lua.lua_setfield(L, -2, to_luastring('pcall'));
+    lua.lua_pushjsfunction(L, (state) => this.replyTable(state, 'err'));
+    lua.lua_setfield(L, -2, to_luastring('error_reply'));
+    lua.lua_pushjsfunction(L, (state) => this.replyTable(state, 'ok'));
+    lua.lua_setfield(L, -2, to_luastring('status_reply'));
+    lua.lua_pushjsfunction(L, () => 0);
+    lua.lua_setfield(L, -2, to_luastring('log'));
+    lua.lua_setglobal(L, to_luastring('redis'));
+    // Lua 5.1 (Redis) has only doubles; fengari's integers are 32-bit and wrap (a time in
+    // microseconds does not fit). Every number a script reads (tonumber, replies) is made a float,
+    // so its arithmetic is 5.1's: exact up to 2^53.
+    // `unpack` is 5.1's name for 5.3's table.unpack.
+    const prelude =
+      'local raw = tonumber\ntonumber = function(v, b) local n = raw(v, b) if n == nil then return nil end return n + 0.0 end\n' +
+      'unpack = table.unpack';
+    if (lauxlib.luaL_loadbuffer(L, to_luastring(prelude), null, to_luastring('=prelude')) !== lua.LUA_OK || lua.lua_pcall(L, 0, 0, 0) !== lua.LUA_OK) {
+      throw new Error(`Lua prelude failed: ${lua.lua_tojsstring(L, -1)}`);
+    }
+  }
+
+  static sha1(source: string): string {
+    return createHash('sha1').update(source).digest('hex');
+  }
+
+  /** EVALSHA: NOSCRIPT when the script was never loaded on this server. */
+  evalsha(sha: string, keys: readonly string[], args: readonly string[], command: ScriptCommand): Reply {
+    const ref = this.bySha.get(sha.toLowerCase());
+    if (ref === undefined) throw new ReplyError(NOSCRIPT);
+    return this.run(ref, keys, args, command);
+  }
+
+  /** EVAL: compiles (and caches, as Redis does) the script, then runs it. */
+  eval(source: string, keys: readonly string[], args: readonly string[], command: ScriptCommand): Reply {
+    const sha = LuaRunner.sha1(source);
+    let ref = this.bySha.get(sha);
+    if (ref === undefined) {
+      const { lua, lauxlib, to_luastring } = this.f;
+      const status = lauxlib.luaL_loadbuffer(this.L, to_luastring(source), null, to_luastring('@user_script'));
+      if (status !== lua.LUA_OK) {
+        const message = lua.lua_tojsstring(this.L, -1);
+        lua.lua_pop(this.L, 1);
+        throw new ReplyError(`ERR Error compiling script (new function): ${message}`);
+      }
+      ref = lauxlib.luaL_ref(this.L, lua.LUA_REGISTRYINDEX);
+      this.bySha.set(sha, ref);
+    }
+    return this.run(ref, keys, args, command);
+  }
+
+  private run(ref: number, keys: readonly string[], args: readonly string[], command: ScriptCommand): Reply {
+    const { lua } = this.f;
+    const L = this.L;
+    const base = lua.lua_gettop(L);
+    this.setArray('KEYS', keys);
+    this.setArray('ARGV', args);
+    lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, ref);
+    this.command = command;
+    try {
+      if (lua.lua_pcall(L, 0, 1, 0) !== lua.LUA_OK) {
+        const message = lua.lua_type(L, -1) === lua.LUA_TTABLE ? this.errorOf(-1) : lua.lua_tojsstring(L, -1);
+        throw new ReplyError(message.startsWith('ERR') || /^[A-Z]+ /.test(message) ? message : `ERR user_script: ${message}`);
+      }
+      const reply = this.toReply(-1);
+      if (reply instanceof Error) throw reply;
+      return reply;
+    } finally {
+      this.command = undefined;
+      lua.lua_settop(L, base);
+    }
+  }
+
+  private setArray(name: string, values: readonly string[]): void {
+    const { lua, to_luastring } = this.f;
+    lua.lua_createtable(this.L, values.length, 0);
+    values.forEach((value, i) => {
+      lua.lua_pushstring(this.L, to_luastring(value));
+      lua.lua_rawseti(this.L, -2, i + 1);
+    });
+    lua.lua_setglobal(this.L, to_luastring(name));
+  }
+
+  /** `redis.call` (raises on an error reply) and `redis.pcall` (returns it as `{err=}`). */
+  private redisCall(L: LuaState, raise: boolean): number {
+    const { lua } = this.f;
+    const count = lua.lua_gettop(L);
+    const words: string[] = [];
+    for (let i = 1; i <= count; i++) {
+      const type = lua.lua_type(L, i);
+      if (type === lua.LUA_TSTRING) words.push(lua.lua_tojsstring(L, i));
+      else if (type === lua.LUA_TNUMBER) words.push(luaNumberArg(lua.lua_isinteger(L, i) ? lua.lua_tointeger(L, i) : lua.lua_tonumber(L, i)));
+      else return this.fail(L, 'ERR Lua redis lib command arguments must be strings or integers', raise);
+    }
+    if (words.length === 0) return this.fail(L, 'ERR Please specify at least one argument for this redis lib call', raise);
+    let reply: Reply;
+    try {
+      reply = this.command!(words[0], words.slice(1));
+    } catch (error) {
+      return this.fail(L, error instanceof Error ? error.message : String(error), raise);
+    }
+    this.push(L, reply);
+    return 1;
+  }
+
+  private fail(L: LuaState, message: string, raise: boolean): number {
+    const { lua, to_luastring } = this.f;
+    lua.lua_newtable(L);
+    lua.lua_pushstring(L, to_luastring(message));
+    lua.lua_setfield(L, -2, to_luastring('err'));
+    if (raise) lua.lua_error(L);
+    return 1;
+  }
+
+  /** `redis.error_reply(msg)` / `redis.status_reply(msg)`: `{err=msg}` / `{ok=msg}`. */
+  private replyTable(L: LuaState, field: 'err' | 'ok'): number {
+    const { lua, to_luastring } = this.f;
+    const text = lua.lua_tojsstring(L, 1);
+    lua.lua_newtable(L);
+    lua.lua_pushstring(L, to_luastring(text));
+    lua.lua_setfield(L, -2, to_luastring(field));
+    return 1;
+  }
+
+  /** A command's reply as a script sees it (RESP to Lua, as Redis converts it). */
+  private push(L: LuaState, reply: Reply): void {
+    const { lua, to_luastring } = this.f;
+    if (reply === null) lua.lua_pushboolean(L, false);
+    else if (typeof reply === 'number') lua.lua_pushnumber(L, reply);
+    else if (typeof reply === 'string') lua.lua_pushstring(L, to_luastring(reply));
+    else if (reply instanceof StatusReply) {
+      lua.lua_newtable(L);
+      lua.lua_pushstring(L, to_luastring(reply.text));
+      lua.lua_setfield(L, -2, to_luastring('ok'));
+    } else {
+      lua.lua_createtable(L, reply.length, 0);
+      reply.forEach((item, i) => {
+        this.push(L, item);
+        lua.lua_rawseti(L, -2, i + 1);
+      });
+    }
+  }
+
+  private errorOf(index: number): string {
+    const { lua, to_luastring } = this.f;
+    lua.lua_getfield(this.L, index, to_luastring('err'));
+    const message = lua.lua_type(this.L, -1) === lua.LUA_TSTRING ? lua.lua_tojsstring(this.L, -1) : 'ERR unknown error';
+    lua.lua_pop(this.L, 1);
+    return message;
+  }
+
+  /** The script's return value as Redis answers it (Lua to RESP). */
+  private toReply(relativeIndex: number): Reply | Error {
+    const { lua, to_luastring } = this.f;
+    const L = this.L;
+    const index = relativeIndex < 0 ? lua.lua_gettop(L) + relativeIndex + 1 : relativeIndex;
+    switch (lua.lua_type(L, index)) {
+      case lua.LUA_TNUMBER:
+        return Math.trunc(lua.lua_tonumber(L, index));
+      case lua.LUA_TSTRING:
+        return lua.lua_tojsstring(L, index);
+      case lua.LUA_TBOOLEAN:
+        return lua.lua_toboolean(L, index) ? 1 : null;
+      case lua.LUA_TTABLE: {
+        if (lua.lua_getfield(L, index, to_luastring('err')) === lua.LUA_TSTRING) {
+          const message = lua.lua_tojsstring(L, -1);
+          lua.lua_pop(L, 1);
+          return new ReplyError(message);
+        }
+        lua.lua_pop(L, 1);
+        if (lua.lua_getfield(L, index, to_luastring('ok')) === lua.LUA_TSTRING) {
+          const text = lua.lua_tojsstring(L, -1);
+          lua.lua_pop(L, 1);
+          return new StatusReply(text);
+        }
+        lua.lua_pop(L, 1);
+        const items: Reply[] = [];
+        for (let i = 1; ; i++) {
+          const type = lua.lua_rawgeti(L, index, i);
+          if (type === lua.LUA_TNIL) {
+            lua.lua_pop(L, 1);
+            break;
+          }
+          const item = this.toReply(-1);
+          lua.lua_pop(L, 1);
+          // A nested error reply stays an error (ioredis hands it over as such); rare enough here.
+          items.push(item instanceof Error ? null : item);
+        }
+        return items;
+      }
+      default:
+        return null;
+    }
+  }
+}
+
+/**
+ * A Lua number handed to `redis.call`, written as Redis (Lua 5.1, doubles) writes it: integers
+ * without a decimal point, other numbers in their shortest exact form.
+ */
+export function luaNumberArg(value: number): string {
+  if (Number.isInteger(value)) return value.toFixed(0);
+  return String(value);
+}
