@@ -140,6 +140,11 @@ export class RedLockMasters {
     return waiter;
   }
 
+  /** RedLock waiters sleeping between rounds right now. */
+  get waiterCount(): number {
+    return this.waiters.size;
+  }
+
   leave(waiter: Waiter): void {
     this.waiters.delete(waiter);
   }

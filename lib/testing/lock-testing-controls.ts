@@ -136,7 +136,7 @@ export class LockTestingControls implements OnApplicationShutdown {
   private otherProcess() {
     if (!this.elsewhere) {
       const engine = new LockEngine({ ...this.options, clientName: `${this.options.clientName} (elsewhere)` }, { connect: this.network.connect });
-      engine.onApplicationBootstrap();
+      void engine.onApplicationBootstrap().catch(() => undefined);
       this.elsewhere = {
         engine,
         locks: new LockService(engine, new LockInspector(engine)),

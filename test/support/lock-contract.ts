@@ -78,8 +78,13 @@ export const kitEngine: ContractEngine = {
 
 /** Until a caller of `moduleRef` sleeps between RedLock retries (it tried, found the lock busy, and waits). */
 function redLockRetrying(moduleRef: TestingModule): Promise<void> {
-  const masters = moduleRef.get(LockEngine).redlockMasters as unknown as { pausing: Set<unknown> };
-  return waitUntil(() => masters.pausing.size > 0);
+  const masters = moduleRef.get(LockEngine).redlockMasters!;
+  return waitUntil(() => masters.waiterCount > 0);
+}
+
+/** `run` resolves with its body and sends its release without waiting: wait for that release's answer. */
+function releasesSettled(moduleRef: TestingModule): Promise<void> {
+  return moduleRef.get(LockEngine).releasesInFlight.settle(10_000);
 }
 
 /** How the contract reaches one lock kind. */
@@ -240,6 +245,7 @@ export function describeLockContract(kind: LockKind, engine: ContractEngine = re
           throw thrown;
         }),
       ).rejects.toBe(thrown);
+      await releasesSettled(app);
       expect(await raw.exists(kind.redisKey(name))).toBe(0);
       expect(await kind.make(other, name).tryLock()).toBe(true);
     });
@@ -250,6 +256,7 @@ export function describeLockContract(kind: LockKind, engine: ContractEngine = re
         kind.run(app, name, async () => kind.make(app, name).getHoldCount(), { waitTime: 200 }),
       );
       expect(result).toBe(2);
+      await releasesSettled(app);
       expect(await raw.exists(kind.redisKey(name))).toBe(0);
     });
 
