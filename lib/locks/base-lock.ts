@@ -1,4 +1,3 @@
-import { LockNotHeldError } from '../errors';
 import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
 import type { ScriptCall } from '../redis/lua-script';
@@ -8,7 +7,10 @@ import { cancellable, type Cancellation } from '../runtime/cancellation';
 import { observeAcquire, type LockKind } from '../metrics/lock-telemetry';
 import { checkAcquireTimes } from '../validators';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
-import type { Lock, LockOptions, TryLockOptions } from './lock';
+import { LockNotHeldError } from '../errors';
+import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
+import { heldEntriesOf, runContextOf } from './owned-lock';
+import type { RunnableLock } from './runnable-lock';
 
 /** Outcome of one acquisition attempt's script: a grant, or how long the lock may stay busy (ms). */
 export type AttemptResult = Grant | number;
@@ -36,7 +38,7 @@ const ignore = (): undefined => undefined;
  * (`Acquisition`, which waits on the shared subscriber between attempts, never polling), records
  * holds for the watchdog, and cancels renewal before a release.
  */
-export abstract class BaseLock implements Lock, Contender<boolean> {
+export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean> {
   constructor(
     /** @internal */
     readonly engine: LockEngine,
@@ -171,6 +173,37 @@ export abstract class BaseLock implements Lock, Contender<boolean> {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  // What `run` and the decorators need (see `RunnableLock`).
+
+  get runName(): string {
+    return this.name;
+  }
+
+  heldEntries(): ReadonlyArray<readonly [string, string]> {
+    return heldEntriesOf(this);
+  }
+
+  runContext(): LockRunContext {
+    return runContextOf(this);
+  }
+
+  /**
+   * `minHoldTime`'s release: the kind's renewal script with `ms` as the lease, in place of the
+   * release, so the owner's hold (for a read-write lock, whatever it still holds) expires in Redis by
+   * itself; a re-entered hold only drops its count.
+   */
+  keepHeldFor(ms: number): Promise<void> {
+    const hold = this.hold;
+    if (!hold || hold.holdCount > 1) return this.unlock();
+    const { engine } = this;
+    // Forgotten first, as a release does: the watchdog must not renew it past `ms` meanwhile.
+    engine.holds.released(hold);
+    const { script, keys, args } = this.renewalCall(ms);
+    return engine.call(this.name, (ticket) => script.run(engine.client, keys, args, ticket)).then((renewed) => {
+      if (renewed !== 1) throw new LockNotHeldError(this.name);
+    });
   }
 
   // The contender's side of an acquisition (see `Contender` in acquisition.ts).

@@ -2,8 +2,7 @@ import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
-import { AttemptResult, attemptResult, ReleaseResult } from './base-lock';
-import { SingleLock } from './single-lock';
+import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lock';
 
 const fairScripts = {
   acquire: LuaScript.named('fair-acquire'),
@@ -19,7 +18,7 @@ const fairScripts = {
  * refreshes the waiter's deadline, which makes the retries heartbeats and lets a crashed waiter
  * drop out of the line after `fairLockWaiterTimeout`.
  */
-export class FairLock extends SingleLock {
+export class FairLock extends BaseLock {
   readonly kind = 'fair';
 
   private get lineKeys(): [string, string, string] {

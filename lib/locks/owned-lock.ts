@@ -1,5 +1,5 @@
 import type { HeldLock } from '../runtime/held-locks';
-import type { Lock } from './lock';
+import type { Lock, LockRunContext } from './lock';
 import type { RunnableLock } from './runnable-lock';
 
 /**
@@ -23,4 +23,26 @@ export function isOwnedLock(value: unknown): value is OwnedLock {
     typeof (value as OwnedLock).tryLock === 'function' &&
     typeof (value as OwnedLock).runContext === 'function'
   );
+}
+
+/** A single lock's `[lockKey, ownerId]`: the one entry its run records in the owner context. */
+export function heldEntriesOf(lock: OwnedLock): ReadonlyArray<readonly [string, string]> {
+  return [[lock.lockKey, lock.ownerId]];
+}
+
+/**
+ * The run context of a single lock. Its `signal` is looked up when `fn` first reads it: most callers
+ * never do, and the hold then never has to create its AbortController.
+ */
+export function runContextOf(lock: OwnedLock): LockRunContext {
+  const hold = lock.hold;
+  let signal: AbortSignal | undefined;
+  return {
+    name: lock.name,
+    fencingToken: lock.getFencingToken(),
+    get signal(): AbortSignal {
+      signal ??= hold?.signal ?? new AbortController().signal;
+      return signal;
+    },
+  };
 }

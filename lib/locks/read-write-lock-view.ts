@@ -4,8 +4,7 @@ import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ALL, WAKE_ONE } from '../redis/unlock-subscriber';
 import type { LockEngine } from '../runtime/lock-engine';
-import { AttemptResult, attemptResult, ReleaseResult } from './base-lock';
-import { SingleLock } from './single-lock';
+import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lock';
 
 export type ReadWriteMode = 'read' | 'write';
 
@@ -38,7 +37,7 @@ const forceReleaseScript = LuaScript.named('rw-force-release');
  * record and its lease: the watchdog renews everything the owner holds in one call, and a crashed
  * reader's lease runs out while the other readers renew theirs.
  */
-export class ReadWriteLockView extends SingleLock {
+export class ReadWriteLockView extends BaseLock {
   readonly kind: ReadWriteMode;
 
   constructor(

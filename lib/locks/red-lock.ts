@@ -14,7 +14,7 @@ import { observeAcquire } from '../metrics/lock-telemetry';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
-import { heldEntriesOf, runContextOf } from './single-lock';
+import { heldEntriesOf, runContextOf } from './owned-lock';
 
 const scripts = {
   acquire: LuaScript.named('redlock-acquire'),

@@ -2,11 +2,10 @@ import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
 import type { ScriptCall } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
-import { AttemptResult, attemptResult, ReleaseResult } from './base-lock';
-import { SingleLock } from './single-lock';
+import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lock';
 
 /** The reentrant lock: a hash of owner -> hold count whose TTL is the lease (docs/architecture.md#reentrant-lock). */
-export class ReentrantLock extends SingleLock {
+export class ReentrantLock extends BaseLock {
   readonly kind = 'reentrant';
 
   // The release's channel key, made once per lock object. (The acquire keys are not kept: a lock
