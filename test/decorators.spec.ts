@@ -22,7 +22,7 @@ import type Redis from 'ioredis';
 import type { Observable } from 'rxjs';
 import request from 'supertest';
 import { DistributedLock, FairLock, LockModule, LockService, LockShutdownError, LockTimeoutError, ReadLock, WriteLock } from '../lib';
-import { waitUntil } from './support/lock-app';
+import { released, waitUntil } from './support/lock-app';
 import { OverlapProbe } from './support/overlap-probe';
 import { startRedis, TestRedis } from './support/redis-server';
 
@@ -229,7 +229,7 @@ describe('@DistributedLock', () => {
       }
       expect(await Promise.all(calls)).toEqual(['worked 1', 'worked 1', 'worked 1']);
       expect(probe.maxInside('item:1')).toBe(1);
-      expect(await raw.exists('lock:{item:1}')).toBe(0);
+      await released(raw, 'lock:{item:1}');
     });
 
     it('overlaps calls with different keys', async () => {
@@ -242,14 +242,14 @@ describe('@DistributedLock', () => {
     it('re-enters on nested same-key calls, directly and through another provider', async () => {
       expect(await first.get(ItemService).nested('n1')).toEqual([1, 2]);
       expect(await first.get(OrderService).order('n2')).toEqual([2, 3]);
-      expect(await raw.exists('lock:{item:n1}', 'lock:{item:n2}')).toBe(0);
+      await released(raw, 'lock:{item:n1}', 'lock:{item:n2}');
     });
 
     it('passes the method error through untouched and releases the lock', async () => {
       const error = await first.get(ItemService).fails('e1').catch((e: unknown) => e);
       expect(error).toBeInstanceOf(NotFoundException);
       expect((error as Error).message).toBe('no item e1');
-      expect(await raw.exists('lock:{item:e1}')).toBe(0);
+      await released(raw, 'lock:{item:e1}');
       expect(await second.get(ItemService).quick('e1')).toBe('e1');
     });
 
@@ -339,14 +339,14 @@ describe('@DistributedLock', () => {
       expect(ok.headers['x-intercepted']).toBe('yes');
       expect((await request(server).get('/items/abc/typed')).status).toBe(400); // ParseIntPipe
       expect((await request(server).get('/items/42/typed').set('x-deny', '1')).status).toBe(403); // DenyGuard
-      expect(await raw.exists('lock:{typed:42}', 'lock:{typed:abc}')).toBe(0);
+      await released(raw, 'lock:{typed:42}', 'lock:{typed:abc}');
     });
 
     it('lets an HTTP exception thrown inside answer as usual (404) and releases the lock', async () => {
       const res = await request(first.getHttpServer()).get('/items/m1/missing');
       expect(res.status).toBe(404);
       expect(res.body.message).toBe('no item m1');
-      expect(await raw.exists('lock:{item:m1}')).toBe(0);
+      await released(raw, 'lock:{item:m1}');
     });
 
     it('locks methods of request-scoped providers (one instance per request)', async () => {

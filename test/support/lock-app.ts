@@ -36,3 +36,16 @@ export function waitersQueued(moduleRef: TestingModule, count = 1, channel?: str
   const subscriber = moduleRef.get(LockEngine).subscriber;
   return waitFor(() => subscriber.waiterCount(channel) >= count, { what: `${count} local waiter(s) on ${channel ?? 'any channel'}` });
 }
+
+/**
+ * Waits until none of `keys` exists on `raw`: a locked call resolves with its body and sends its
+ * release without waiting, so another connection may still see the lock for a moment.
+ */
+export function released(raw: { exists(...keys: string[]): Promise<number> }, ...keys: string[]): Promise<void> {
+  return waitFor(async () => (await raw.exists(...keys)) === 0, { what: `${keys.join(', ')} released`, timeoutMs: 5_000 });
+}
+
+/** Resolves once the releases `moduleRef`'s runs sent without waiting have been answered. */
+export function releasesSettled(moduleRef: TestingModule): Promise<void> {
+  return moduleRef.get(LockEngine).releasesInFlight.settle(10_000);
+}

@@ -5,7 +5,7 @@ import { LockEngine } from '../../lib/runtime/lock-engine';
 import { LockTestingModule } from '../../lib/testing';
 import { SimulatedNetwork } from '../../lib/testing/simulated-network';
 import { StandInConnection } from '../../lib/testing/stand-in-connection';
-import { createLockApp, deferred, sleep, waitersQueued, waitUntil } from './lock-app';
+import { createLockApp, deferred, releasesSettled, sleep, waitersQueued, waitUntil } from './lock-app';
 import { startRedis } from './redis-server';
 
 /**
@@ -82,10 +82,7 @@ function redLockRetrying(moduleRef: TestingModule): Promise<void> {
   return waitUntil(() => masters.waiterCount > 0);
 }
 
-/** `run` resolves with its body and sends its release without waiting: wait for that release's answer. */
-function releasesSettled(moduleRef: TestingModule): Promise<void> {
-  return moduleRef.get(LockEngine).releasesInFlight.settle(10_000);
-}
+
 
 /** How the contract reaches one lock kind. */
 export interface LockKind {
