@@ -6,6 +6,7 @@ import type { Sleeper, Waiter } from '../redis/waiter';
 import { reasonAsError, type Cancellation } from '../runtime/cancellation';
 import type { LockEngine } from '../runtime/lock-engine';
 import { isDown } from '../redis/redis-client';
+import { checkAcquireTimes } from '../validators';
 import type { LockOptions } from './lock';
 
 /** A granted attempt: its fencing token (none for a read lock), and when its lease began if not now. */
@@ -125,7 +126,7 @@ export class Acquisition<R> implements Sleeper {
   private reject!: (error: unknown) => void;
   readonly settled: Promise<R>;
 
-  constructor(
+  private constructor(
     private readonly contender: Contender<R>,
     private readonly leaseMs: number,
     private readonly waitMs: number,
@@ -144,6 +145,28 @@ export class Acquisition<R> implements Sleeper {
     });
     if (this.queued) this.takeSeat();
     else this.firstAttempt();
+  }
+
+  /**
+   * Starts an acquisition of `contender` within `waitMs` (Infinity: no limit), after checking its
+   * times; resolves with what the contender's `held` returns, or `busyResult` when the lock stayed
+   * busy; rejects with `LockUnavailableError` when the last attempt could not reach Redis. Settles
+   * by `waitMs` plus at most one `commandTimeout`. Never throws: bad input rejects.
+   */
+  static start<R>(
+    contender: Contender<R>,
+    waitMs: number,
+    busyResult: R,
+    options: LockOptions | undefined,
+    cancellation: Cancellation | undefined,
+  ): Promise<R> {
+    try {
+      checkAcquireTimes(waitMs, options?.leaseTime);
+      const leaseMs = options?.leaseTime ?? contender.engine.options.watchdogTimeout;
+      return new Acquisition<R>(contender, leaseMs, waitMs, busyResult, options, cancellation).settled;
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** Woken by a release, or the sleep's time is up: the next round. */

@@ -5,7 +5,6 @@ import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import { observeAcquire, type LockKind } from '../metrics/lock-telemetry';
-import { checkAcquireTimes } from '../validators';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { LockNotHeldError } from '../errors';
 import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
@@ -160,19 +159,9 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     return this.engine.holds.get(this.lockKey, this.ownerId);
   }
 
-  /**
-   * Acquires within `waitMs` (Infinity: no limit); resolves false when Redis kept answering "busy",
-   * rejects with `LockUnavailableError` when the last attempt could not reach Redis. The waiting is
-   * the acquisition machine's (`Acquisition`); this lock is its contender.
-   */
+  /** Acquires within `waitMs`: the acquisition machine, with this lock as its contender. */
   protected acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
-    try {
-      checkAcquireTimes(waitMs, options?.leaseTime);
-      const leaseMs = options?.leaseTime ?? this.engine.options.watchdogTimeout;
-      return new Acquisition<boolean>(this, leaseMs, waitMs, false, options, cancellation).settled;
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return Acquisition.start<boolean>(this, waitMs, false, options, cancellation);
   }
 
   // What `run` and the decorators need (see `RunnableLock`).

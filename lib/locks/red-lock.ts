@@ -8,7 +8,6 @@ import type { LockEngine } from '../runtime/lock-engine';
 import type { RedisClient } from '../redis/redis-client';
 import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
 import { attemptResult } from './base-lock';
-import { checkAcquireTimes } from '../validators';
 import { Acquisition, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
@@ -182,13 +181,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
 
   /** An acquisition by the acquisition machine, with this RedLock as its contender. */
   private acquire(waitMs: number, options: LockOptions | undefined, cancellation?: Cancellation): Promise<boolean> {
-    try {
-      checkAcquireTimes(waitMs, options?.leaseTime);
-      const leaseMs = options?.leaseTime ?? this.engine.options.watchdogTimeout;
-      return new Acquisition<boolean>(this, leaseMs, waitMs, false, options, cancellation).settled;
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return Acquisition.start<boolean>(this, waitMs, false, options, cancellation);
   }
 
   // The contender's side of an acquisition (see `Contender` in acquisition.ts).

@@ -1,6 +1,5 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
 import { INVALID_TAKE } from '../lock.messages';
-import { checkAcquireTimes } from '../validators';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../locks/acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import type { CallTicket } from '../redis/bounded-call';
@@ -255,15 +254,13 @@ export class Semaphore {
   }
 
   private acquireUnobserved(waitMs: number, options: AcquireOptions | undefined, cancellation: Cancellation | undefined): Promise<Permit | null> {
+    let contender: PermitRequest;
     try {
-      const take = this.checkTake(options);
-      checkAcquireTimes(waitMs, options?.leaseTime);
-      const leaseMs = options?.leaseTime ?? this.engine.options.watchdogTimeout;
-      const contender = new PermitRequest(this, this.engine.ids.nextOwner(), take);
-      return new Acquisition<Permit | null>(contender, leaseMs, waitMs, null, options, cancellation).settled;
+      contender = new PermitRequest(this, this.engine.ids.nextOwner(), this.checkTake(options));
     } catch (error) {
       return Promise.reject(error);
     }
+    return Acquisition.start<Permit | null>(contender, waitMs, null, options, cancellation);
   }
 }
 
