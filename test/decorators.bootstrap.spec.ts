@@ -4,6 +4,7 @@ import type Redis from 'ioredis';
 import { DistributedLock, KeyTemplateError, LockModule, LockModuleOptions } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
 import { startRedis, TestRedis } from './support/redis-server';
+import { releasesSettled } from './support/lock-app';
 
 /**
  * Key templates evaluated on real Redis (which lock key each form actually takes), the errors a
@@ -142,6 +143,7 @@ describe('@DistributedLock key templates and errors', () => {
       ['a key function returning several keys', (s) => s.keyFunctionMany(['2', '1']), ['tpl:{seat:1}', 'tpl:{seat:2}']],
     ])('%s', async (_form, call, expected) => {
       expect(await call(service())).toEqual(expected);
+      await releasesSettled(app);
       expect(await lockKeys()).toEqual([]); // released afterwards
     });
   });

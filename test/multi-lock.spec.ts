@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { FairLockService, LockLostError, LockService, LockTimeoutError, LockUpgradeError, ReadWriteLockService } from '../lib';
-import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
+import { createLockApp, deferred, releasesSettled, sleep, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 
 describe('MultiLock', () => {
@@ -37,6 +37,7 @@ describe('MultiLock', () => {
     expect(await multi.isHeldByCurrentOwner()).toBe(true);
     expect(await locks(other).getLock(b).tryLock()).toBe(false);
     await multi.unlock();
+    await releasesSettled(app);
     expect(await exists(a, b, c)).toEqual([false, false, false]);
     expect(await multi.remainTimeToLive()).toBe(-2);
   });
@@ -47,8 +48,10 @@ describe('MultiLock', () => {
     await blocker.lock();
     const multi = locks(app).getMultiLock(locks(app).getLock(a), locks(app).getLock(b), locks(app).getLock(c));
     expect(await multi.tryLock()).toBe(false);
+    await releasesSettled(app);
     expect(await exists(a, c)).toEqual([false, false]);
     expect(await multi.tryLock({ waitTime: 150 })).toBe(false);
+    await releasesSettled(app);
     expect(await exists(a, c)).toEqual([false, false]);
     await blocker.unlock();
     expect(await multi.tryLock()).toBe(true);
@@ -75,6 +78,7 @@ describe('MultiLock', () => {
     const waiting = locks(app).getMultiLock(locks(app).getLock(b), locks(app).getLock(a)).tryLock({ waitTime: 5_000 });
     // Once it waits on a's channel, it is past its attempts on a: b must still be untouched.
     await waitUntil(async () => ((await raw.call('PUBSUB', 'NUMSUB', `${key(a)}:channel`)) as [string, number])[1] === 1);
+    await releasesSettled(app);
     expect(await exists(b)).toEqual([false]);
     expect(await locks(other).getLock(b).tryLock()).toBe(true); // b stays free for others meanwhile
     await locks(other).getLock(b).forceUnlock();
@@ -111,6 +115,7 @@ describe('MultiLock', () => {
     });
     await waitUntil(() => firstInside);
     await expect(locks(other).run([b, c], async () => 'ran', { waitTime: 100 })).rejects.toBeInstanceOf(LockTimeoutError);
+    await releasesSettled(app);
     expect(await exists(c)).toEqual([false]);
     expect(await locks(other).run([c], async () => 'disjoint', { waitTime: 100 })).toBe('disjoint');
     const second = locks(other).run([b, c], async () => 'after', { waitTime: 5_000 });
@@ -126,9 +131,11 @@ describe('MultiLock', () => {
       return name;
     });
     expect(seen).toEqual([...names].sort((p, q) => key(p).localeCompare(key(q))));
+    await releasesSettled(app);
     expect(await exists(...names)).toEqual([false, false, false]);
     const thrown = new Error('boom');
     await expect(locks(app).run(names, async () => Promise.reject(thrown))).rejects.toBe(thrown);
+    await releasesSettled(app);
     expect(await exists(...names)).toEqual([false, false, false]);
   });
 
@@ -141,6 +148,7 @@ describe('MultiLock', () => {
     expect(error).toBeInstanceOf(LockTimeoutError);
     expect((error as LockTimeoutError).lockName).toEqual(expect.arrayContaining(names));
     expect(fn).not.toHaveBeenCalled();
+    await releasesSettled(app);
     expect(await exists(names[0])).toEqual([false]);
     await blocker.unlock();
   });
@@ -153,6 +161,7 @@ describe('MultiLock', () => {
       }),
     );
     expect(counts).toEqual([2, 2]);
+    await releasesSettled(app);
     expect(await exists(...names)).toEqual([false, false]);
   });
 
@@ -171,6 +180,7 @@ describe('MultiLock', () => {
     expect(seen!.reason).toBeInstanceOf(LockLostError);
     gate.resolve();
     await expect(running).resolves.toBe('done');
+    await releasesSettled(app);
     expect(await exists(...names)).toEqual([false, false]);
   });
 
@@ -187,6 +197,7 @@ describe('MultiLock', () => {
     expect(await other.get(ReadWriteLockService).getReadWriteLock(rw).readLock().tryLock()).toBe(false);
     await multi.unlock();
     expect(await other.get(ReadWriteLockService).getReadWriteLock(rw).readLock().tryLock()).toBe(true);
+    await releasesSettled(app);
     expect(await exists(plain, fair)).toEqual([false, false]);
   });
 
