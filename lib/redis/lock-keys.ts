@@ -58,5 +58,8 @@ export function hasHashTag(name: string): boolean {
 }
 
 export function withHashTag(name: string): string {
-  return hasHashTag(name) ? name : `{${name}}`;
+  if (hasHashTag(name)) return name;
+  // Wrapped as is, a name starting with `}` would make an empty tag, and Redis would then hash each
+  // whole key (a lock's keys in different slots): such names share the tag `~` instead.
+  return name.startsWith('}') ? `{~${name}}` : `{${name}}`;
 }
