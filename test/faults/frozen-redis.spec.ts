@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockLostError, LockService, LockUnavailableError } from '../../lib';
 import { LockEngine } from '../../lib/runtime/lock-engine';
-import { deferred, waitUntil } from '../support/lock-app';
+import { deferred, releasesSettled, waitUntil } from '../support/lock-app';
 import { RestartableRedis } from '../support/restartable-redis';
 import { CapturedLogs, createFaultApp, timed } from './fault-app';
 
@@ -122,6 +122,7 @@ describe('faults: Redis frozen (SIGSTOP / SIGCONT)', () => {
     release.resolve();
     // fn's outcome stands; the release found nothing of its own and left the new owner's hold alone.
     await expect(running).resolves.toBe('finished');
+    await releasesSettled(app);
     expect(await other.getHoldCount()).toBe(1);
     expect(logs.warnings.some((line) => line.includes(name) && line.includes('was lost'))).toBe(true);
     expect(logs.warnings.some((line) => line.includes(name) && line.includes('already gone when its holder released it'))).toBe(true);
