@@ -32,11 +32,14 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** The names of a header's `-- Expects` or `-- Defines` line (parenthesised notes left out). */
 function headerNames(header, label, blockName) {
-  const line = header.find((text) => text.startsWith(`-- ${label} `));
-  if (line === undefined) {
+  let at = header.findIndex((text) => text.startsWith(`-- ${label} `));
+  if (at < 0) {
     throw new Error(`lua/include/${blockName}.lua: its header has no '-- ${label}  name, ...' line`);
   }
-  const list = line.slice(`-- ${label} `.length).replace(/\([^)]*\)/g, '').trim();
+  // A list that ends with a comma goes on on the next header line.
+  let text = header[at].slice(`-- ${label} `.length);
+  while (text.trimEnd().endsWith(',') && at + 1 < header.length) text += ` ${header[++at].slice(2)}`;
+  const list = text.replace(/\([^)]*\)/g, '').trim();
   if (list === 'nothing') return [];
   const names = list.split(',').map((name) => name.trim());
   for (const name of names) {
@@ -51,7 +54,7 @@ function headerNames(header, label, blockName) {
 function parseBlock(blockName, text) {
   const lines = text.replace(/\n$/, '').split('\n');
   let end = 0;
-  while (end < lines.length && lines[end].startsWith('--')) end++;
+  while (end < lines.length && lines[end].startsWith('--') && !INCLUDE_LINE.test(lines[end])) end++;
   const header = lines.slice(0, end);
   const body = lines.slice(end);
   while (body.length > 0 && body[0].trim() === '') body.shift();
