@@ -25,37 +25,17 @@ local joinLine = ARGV[5] == '1'
 local fenceMemoryMs = ARGV[6]
 local requestField = ownerId .. ':rq'
 
--- The server's clock, never the clients': skewed clients cannot reorder or evict anyone.
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local nowMicros = tonumber(time[1]) * 1000000 + tonumber(time[2])
+-- #include server-clock
 
--- Every waiter whose deadline passed leaves the line, wherever it stands.
-local expired = redis.call('zrangebyscore', deadlinesKey, '-inf', now)
-for _, waiterId in ipairs(expired) do
-  redis.call('lrem', lineKey, 0, waiterId)
-  redis.call('zrem', deadlinesKey, waiterId)
-end
+-- #include fair-drop-expired-waiters
 local lineChanged = #expired > 0
 
--- The line's keys live exactly as long as its latest deadline: dead waiters leave no garbage.
 local function rearmLine()
-  local latest = redis.call('zrange', deadlinesKey, -1, -1, 'withscores')
-  if latest[1] == nil then
-    redis.call('del', lineKey, deadlinesKey)
-  else
-    local ttl = math.max(1, tonumber(latest[2]) - now)
-    redis.call('pexpire', lineKey, ttl)
-    redis.call('pexpire', deadlinesKey, ttl)
-  end
+  -- #include fair-rearm-line
 end
 
 if redis.call('hexists', lockKey, ownerId) == 1 then
-  if redis.call('hget', lockKey, requestField) ~= requestId then
-    redis.call('hincrby', lockKey, ownerId, 1)
-    redis.call('hset', lockKey, requestField, requestId)
-  end
-  redis.call('pexpire', lockKey, leaseMs)
+  -- #include lock-reenter
   if lineChanged then rearmLine() end
   return { tonumber(redis.call('hget', lockKey, 'fence')) or 0 }
 end
@@ -68,10 +48,7 @@ if redis.call('exists', lockKey) == 0 then
       redis.call('zrem', deadlinesKey, ownerId)
       lineChanged = true
     end
-    -- max(last + 1, server time in microseconds), as reentrant-acquire.lua
-    local token = math.max(nowMicros, (tonumber(redis.call('get', fenceKey)) or 0) + 1)
-    local tokenText = string.format('%.0f', token)
-    redis.call('set', fenceKey, tokenText, 'px', fenceMemoryMs)
+    -- #include fence-token
     redis.call('hset', lockKey, ownerId, 1, requestField, requestId, 'fence', tokenText)
     redis.call('pexpire', lockKey, leaseMs)
     if lineChanged then rearmLine() end

@@ -18,19 +18,5 @@ local unlockMessage = ARGV[4]
 if redis.call('del', lockKey) == 0 then
   return 0
 end
-
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local expired = redis.call('zrangebyscore', deadlinesKey, '-inf', now)
-for _, waiterId in ipairs(expired) do
-  redis.call('lrem', lineKey, 0, waiterId)
-  redis.call('zrem', deadlinesKey, waiterId)
-end
-local head = redis.call('lindex', lineKey, 0)
-if head then
-  redis.call(publishCommand, waiterChannelPrefix .. head, unlockMessage)
-else
-  redis.call('del', lineKey, deadlinesKey)
-  redis.call(publishCommand, sharedChannel, unlockMessage)
-end
+-- #include fair-wake-next
 return 1

@@ -20,23 +20,11 @@ local wasHead = redis.call('lindex', lineKey, 0) == ownerId
 local removed = redis.call('lrem', lineKey, 0, ownerId)
 redis.call('zrem', deadlinesKey, ownerId)
 
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local expired = redis.call('zrangebyscore', deadlinesKey, '-inf', now)
-for _, waiterId in ipairs(expired) do
-  redis.call('lrem', lineKey, 0, waiterId)
-  redis.call('zrem', deadlinesKey, waiterId)
-end
+-- #include server-clock
+-- #include fair-drop-expired-waiters
 
-local latest = redis.call('zrange', deadlinesKey, -1, -1, 'withscores')
-if latest[1] == nil then
-  redis.call('del', lineKey, deadlinesKey)
-else
-  local ttl = math.max(1, tonumber(latest[2]) - now)
-  redis.call('pexpire', lineKey, ttl)
-  redis.call('pexpire', deadlinesKey, ttl)
-  if wasHead and redis.call('exists', lockKey) == 0 then
-    redis.call(publishCommand, waiterChannelPrefix .. redis.call('lindex', lineKey, 0), unlockMessage)
-  end
+-- #include fair-rearm-line
+if latest[1] ~= nil and wasHead and redis.call('exists', lockKey) == 0 then
+  redis.call(publishCommand, waiterChannelPrefix .. redis.call('lindex', lineKey, 0), unlockMessage)
 end
 return removed > 0 and 1 or 0

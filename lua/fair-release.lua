@@ -27,22 +27,12 @@ local waiterChannelPrefix = ARGV[5]
 local sharedChannel = ARGV[6]
 local unlockMessage = ARGV[7]
 local grantedBy = ARGV[8]
+local requestField = ownerId .. ':rq'
+local holdKey = lockKey
 
-if grantedBy == '' then
-  local recorded = redis.call('get', recordKey)
-  if recorded then
-    return tonumber(recorded)
-  end
-  if redis.call('hexists', lockKey, ownerId) == 0 then
-    return nil
-  end
-else
-  -- Undo only what that acquire request granted. Idempotent by itself (the request id is cleared)
-  -- and never recorded: if ioredis resends the acquire and then this undo, the undo applies again.
-  if redis.call('hget', lockKey, ownerId .. ':rq') ~= grantedBy then
-    return nil
-  end
-  redis.call('hdel', lockKey, ownerId .. ':rq')
+-- #include release-record-prologue
+if grantedBy == '' and redis.call('hexists', lockKey, ownerId) == 0 then
+  return nil
 end
 
 local outcome
@@ -51,21 +41,7 @@ if redis.call('hincrby', lockKey, ownerId, -1) > 0 then
   outcome = 0
 else
   redis.call('del', lockKey)
-  -- Wake a live head only: drop the waiters whose deadline passed first.
-  local time = redis.call('time')
-  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  local expired = redis.call('zrangebyscore', deadlinesKey, '-inf', now)
-  for _, waiterId in ipairs(expired) do
-    redis.call('lrem', lineKey, 0, waiterId)
-    redis.call('zrem', deadlinesKey, waiterId)
-  end
-  local head = redis.call('lindex', lineKey, 0)
-  if head then
-    redis.call(publishCommand, waiterChannelPrefix .. head, unlockMessage)
-  else
-    redis.call('del', lineKey, deadlinesKey)
-    redis.call(publishCommand, sharedChannel, unlockMessage)
-  end
+  -- #include fair-wake-next
   outcome = 1
 end
 if grantedBy == '' then

@@ -12,8 +12,7 @@ local lineKey = KEYS[2]
 local deadlinesKey = KEYS[3]
 local instancePrefix = ARGV[1]
 
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- #include server-clock
 
 local fence = false
 local holders = {}
@@ -36,20 +35,8 @@ for _, waiterId in ipairs(redis.call('lrange', lineKey, 0, -1)) do
   end
 end
 
-local instances = {}
+-- #include inspect-instances
 if instancePrefix ~= '' then
-  local seen = {}
-  local function addInstance(ownerId)
-    local clientId = string.match(ownerId, '^(.*):[^:]*$')
-    if clientId and not seen[clientId] then
-      seen[clientId] = true
-      local info = redis.call('hgetall', instancePrefix .. '{' .. clientId .. '}')
-      if #info > 0 then
-        table.insert(instances, clientId)
-        table.insert(instances, info)
-      end
-    end
-  end
   for i = 1, #holders, 2 do addInstance(holders[i]) end
   for _, waiterId in ipairs(waiters) do addInstance(waiterId) end
 end

@@ -22,11 +22,8 @@ if redis.call('hexists', lockKey, ownerId) == 1 then
   return { tonumber(redis.call('hget', lockKey, 'fence')) or 0 }
 end
 if redis.call('exists', lockKey) == 0 then
-  -- max(last + 1, server time in microseconds), as reentrant-acquire.lua
   local time = redis.call('time')
-  local token = math.max(tonumber(time[1]) * 1000000 + tonumber(time[2]), (tonumber(redis.call('get', fenceKey)) or 0) + 1)
-  local tokenText = string.format('%.0f', token)
-  redis.call('set', fenceKey, tokenText, 'px', fenceMemoryMs)
+  -- #include fence-token
   redis.call('hset', lockKey, ownerId, 1, 'fence', tokenText)
   redis.call('pexpire', lockKey, leaseMs)
   return { token }

@@ -18,30 +18,15 @@ local fenceMemoryMs = ARGV[4]
 local requestField = ownerId .. ':rq'
 
 if redis.call('exists', lockKey) == 0 then
-  -- The token is max(last + 1, server time in microseconds): it grows across idle periods without a
-  -- key kept forever, and the fence key covers a clock that steps back (failover, NTP).
   local time = redis.call('time')
-  -- Written as the token at once (SET ... GET answers the last one: one call on the usual path);
-  -- only when the last token is not below the clock is it raised to last + 1.
-  local tokenText = time[1] .. string.format('%06d', tonumber(time[2]))
-  local token = tonumber(tokenText)
-  local last = tonumber(redis.call('set', fenceKey, tokenText, 'px', fenceMemoryMs, 'get')) or 0
-  if last >= token then
-    token = last + 1
-    tokenText = string.format('%.0f', token)
-    redis.call('set', fenceKey, tokenText, 'px', fenceMemoryMs)
-  end
+  -- #include fence-token
   redis.call('hset', lockKey, ownerId, 1, requestField, requestId, 'fence', tokenText)
   redis.call('pexpire', lockKey, leaseMs)
   return { token }
 end
 
 if redis.call('hexists', lockKey, ownerId) == 1 then
-  if redis.call('hget', lockKey, requestField) ~= requestId then
-    redis.call('hincrby', lockKey, ownerId, 1)
-    redis.call('hset', lockKey, requestField, requestId)
-  end
-  redis.call('pexpire', lockKey, leaseMs)
+  -- #include lock-reenter
   return { tonumber(redis.call('hget', lockKey, 'fence')) or 0 }
 end
 

@@ -21,20 +21,10 @@ local recordTtlMs = ARGV[3]
 local publishCommand = ARGV[4]
 local unlockMessage = ARGV[5]
 local grantedBy = ARGV[6]
+local requestField = ownerId .. ':rq'
+local holdKey = lockKey
 
-if grantedBy == '' then
-  local recorded = redis.call('get', recordKey)
-  if recorded then
-    return tonumber(recorded)
-  end
-else
-  -- Undo only what that acquire request granted. Idempotent by itself (the request id is cleared)
-  -- and never recorded: if ioredis resends the acquire and then this undo, the undo applies again.
-  if redis.call('hget', lockKey, ownerId .. ':rq') ~= grantedBy then
-    return nil
-  end
-  redis.call('hdel', lockKey, ownerId .. ':rq')
-end
+-- #include release-record-prologue
 
 local holds = tonumber(redis.call('hget', lockKey, ownerId))
 if not holds then

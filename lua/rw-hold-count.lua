@@ -10,8 +10,7 @@ local leasesKey = KEYS[2]
 local ownerId = ARGV[1]
 local mode = ARGV[2]
 
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- #include server-clock
 local deadline = tonumber(redis.call('zscore', leasesKey, ownerId))
 if deadline == nil or deadline <= now then
   return 0

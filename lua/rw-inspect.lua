@@ -10,8 +10,7 @@ local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
 local instancePrefix = ARGV[1]
 
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- #include server-clock
 
 local function alive(ownerId)
   local deadline = redis.call('zscore', leasesKey, ownerId)
@@ -44,20 +43,9 @@ if mode == 'write' then
   fence = redis.call('hget', rwKey, 'fence')
 end
 
-local instances = {}
+-- #include inspect-instances
 if instancePrefix ~= '' then
-  local seen = {}
-  for i = 1, #holders, 3 do
-    local clientId = string.match(holders[i], '^(.*):[^:]*$')
-    if clientId and not seen[clientId] then
-      seen[clientId] = true
-      local info = redis.call('hgetall', instancePrefix .. '{' .. clientId .. '}')
-      if #info > 0 then
-        table.insert(instances, clientId)
-        table.insert(instances, info)
-      end
-    end
-  end
+  for i = 1, #holders, 3 do addInstance(holders[i]) end
 end
 
 return { redis.call('pttl', rwKey), mode, fence, holders, instances }

@@ -18,17 +18,9 @@ local requestId = ARGV[3]
 local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
 
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- #include server-clock
 
--- Owners whose lease ran out (crashed readers) lose their holds; everyone else keeps theirs.
-for _, expiredId in ipairs(redis.call('zrangebyscore', leasesKey, '-inf', now)) do
-  redis.call('hdel', rwKey, 'read:' .. expiredId, 'rq:' .. expiredId)
-  if redis.call('hget', rwKey, 'writer') == expiredId then
-    redis.call('hdel', rwKey, 'writer', 'writes')
-  end
-  redis.call('zrem', leasesKey, expiredId)
-end
+-- #include rw-drop-expired-owners
 if redis.call('zcard', leasesKey) == 0 then
   redis.call('del', rwKey, leasesKey)
 end
@@ -43,9 +35,7 @@ if mode == false or mode == 'read' or redis.call('hget', rwKey, 'writer') == own
     redis.call('hset', rwKey, requestField, requestId)
   end
   redis.call('zadd', leasesKey, now + leaseMs, ownerId)
-  local longest = tonumber(redis.call('zrange', leasesKey, -1, -1, 'withscores')[2]) - now
-  redis.call('pexpire', rwKey, longest)
-  redis.call('pexpire', leasesKey, longest)
+  -- #include rw-expire-with-longest-lease
   return nil
 end
 

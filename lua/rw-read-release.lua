@@ -13,44 +13,8 @@
 --          granted (see reentrant-release.lua)
 -- Returns  nil when the owner holds no read lock (and no write lock); -1 when it holds no read lock
 --          but holds the write lock; 0 when the owner still holds something; 1 when it holds nothing more
-local rwKey = KEYS[1]
-local leasesKey = KEYS[2]
-local channel = KEYS[3]
-local recordKey = KEYS[4]
-local ownerId = ARGV[1]
-local recordTtlMs = ARGV[2]
-local publishCommand = ARGV[3]
+-- #include rw-release-start
 local wakeOneMessage = ARGV[4]
-local grantedBy = ARGV[5]
-local readField = 'read:' .. ownerId
-local requestField = 'rq:' .. ownerId
-local HOLDS_OTHER_MODE = -1
-
-if grantedBy == '' then
-  local recorded = redis.call('get', recordKey)
-  if recorded then
-    return tonumber(recorded)
-  end
-else
-  -- Undo only what that acquire request granted. Idempotent by itself (the request id is cleared)
-  -- and never recorded: if ioredis resends the acquire and then this undo, the undo applies again.
-  if redis.call('hget', rwKey, requestField) ~= grantedBy then
-    return nil
-  end
-  redis.call('hdel', rwKey, requestField)
-end
-
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-
--- Owners whose lease ran out (crashed readers) lose their holds; everyone else keeps theirs.
-for _, expiredId in ipairs(redis.call('zrangebyscore', leasesKey, '-inf', now)) do
-  redis.call('hdel', rwKey, 'read:' .. expiredId, 'rq:' .. expiredId)
-  if redis.call('hget', rwKey, 'writer') == expiredId then
-    redis.call('hdel', rwKey, 'writer', 'writes')
-  end
-  redis.call('zrem', leasesKey, expiredId)
-end
 
 local isWriter = redis.call('hget', rwKey, 'writer') == ownerId
 local count = tonumber(redis.call('hget', rwKey, readField))
@@ -73,13 +37,9 @@ else
   end
 end
 
-if redis.call('zcard', leasesKey) == 0 then
-  redis.call('del', rwKey, leasesKey)
+-- #include rw-rearm
+if emptied then
   redis.call(publishCommand, channel, wakeOneMessage)
-else
-  local longest = tonumber(redis.call('zrange', leasesKey, -1, -1, 'withscores')[2]) - now
-  redis.call('pexpire', rwKey, longest)
-  redis.call('pexpire', leasesKey, longest)
 end
 if grantedBy == '' then
   redis.call('set', recordKey, outcome, 'px', recordTtlMs)

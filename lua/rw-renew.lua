@@ -9,18 +9,10 @@ local leasesKey = KEYS[2]
 local leaseMs = tonumber(ARGV[1])
 local ownerId = ARGV[2]
 
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- #include server-clock
 
--- Owners whose lease ran out (crashed readers) lose their holds; this is where a crashed reader
--- disappears while the live readers renew theirs.
-for _, expiredId in ipairs(redis.call('zrangebyscore', leasesKey, '-inf', now)) do
-  redis.call('hdel', rwKey, 'read:' .. expiredId, 'rq:' .. expiredId)
-  if redis.call('hget', rwKey, 'writer') == expiredId then
-    redis.call('hdel', rwKey, 'writer', 'writes')
-  end
-  redis.call('zrem', leasesKey, expiredId)
-end
+-- This is where a crashed reader disappears while the live readers renew theirs.
+-- #include rw-drop-expired-owners
 
 local holds = redis.call('hexists', rwKey, 'read:' .. ownerId) == 1 or redis.call('hget', rwKey, 'writer') == ownerId
 if holds then
@@ -29,11 +21,5 @@ else
   redis.call('zrem', leasesKey, ownerId)
 end
 
-if redis.call('zcard', leasesKey) == 0 then
-  redis.call('del', rwKey, leasesKey)
-else
-  local longest = tonumber(redis.call('zrange', leasesKey, -1, -1, 'withscores')[2]) - now
-  redis.call('pexpire', rwKey, longest)
-  redis.call('pexpire', leasesKey, longest)
-end
+-- #include rw-rearm
 return holds and 1 or 0

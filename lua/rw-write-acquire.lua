@@ -20,17 +20,9 @@ local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
 local UPGRADE_REFUSED = -3
 
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- #include server-clock
 
--- Owners whose lease ran out (crashed readers) lose their holds; everyone else keeps theirs.
-for _, expiredId in ipairs(redis.call('zrangebyscore', leasesKey, '-inf', now)) do
-  redis.call('hdel', rwKey, 'read:' .. expiredId, 'rq:' .. expiredId)
-  if redis.call('hget', rwKey, 'writer') == expiredId then
-    redis.call('hdel', rwKey, 'writer', 'writes')
-  end
-  redis.call('zrem', leasesKey, expiredId)
-end
+-- #include rw-drop-expired-owners
 if redis.call('zcard', leasesKey) == 0 then
   redis.call('del', rwKey, leasesKey)
 end
@@ -38,10 +30,7 @@ end
 local mode = redis.call('hget', rwKey, 'mode')
 local granted = false
 if mode == false then
-  -- max(last + 1, server time in microseconds), as reentrant-acquire.lua
-  local token = math.max(tonumber(time[1]) * 1000000 + tonumber(time[2]), (tonumber(redis.call('get', fenceKey)) or 0) + 1)
-  local tokenText = string.format('%.0f', token)
-  redis.call('set', fenceKey, tokenText, 'px', fenceMemoryMs)
+  -- #include fence-token
   redis.call('hset', rwKey, 'mode', 'write', 'writer', ownerId, 'writes', 1, requestField, requestId, 'fence', tokenText)
   granted = true
 elseif mode == 'write' and redis.call('hget', rwKey, 'writer') == ownerId then
@@ -54,9 +43,7 @@ end
 
 if granted then
   redis.call('zadd', leasesKey, now + leaseMs, ownerId)
-  local longest = tonumber(redis.call('zrange', leasesKey, -1, -1, 'withscores')[2]) - now
-  redis.call('pexpire', rwKey, longest)
-  redis.call('pexpire', leasesKey, longest)
+  -- #include rw-expire-with-longest-lease
   return { tonumber(redis.call('hget', rwKey, 'fence')) or 0 }
 end
 

@@ -47,31 +47,10 @@ if stored and stored ~= permits then
   return { 'limit', stored }
 end
 
--- The server's clock, never the clients'.
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local nowMicros = tonumber(time[1]) * 1000000 + tonumber(time[2])
+-- #include server-clock
 
--- Holders whose lease ended give their permits back; waiters whose deadline passed leave the line.
-local changed = false
-local expiredHolders = redis.call('zrangebyscore', leasesKey, '-inf', now)
-local freed = 0
-for _, id in ipairs(expiredHolders) do
-  freed = freed + (tonumber(redis.call('hget', semKey, 'o:' .. id)) or 0)
-  redis.call('hdel', semKey, 'o:' .. id, 'f:' .. id)
-  redis.call('zrem', leasesKey, id)
-  changed = true
-end
-if freed > 0 then
-  redis.call('hincrby', semKey, 'used', -freed)
-end
-local expiredWaiters = redis.call('zrangebyscore', deadlinesKey, '-inf', now)
-for _, id in ipairs(expiredWaiters) do
-  redis.call('lrem', lineKey, 1, id)
-  redis.call('zrem', deadlinesKey, id)
-  redis.call('hdel', semKey, 'w:' .. id)
-  changed = true
-end
+-- #include semaphore-drop-expired
+local changed = #expiredHolders > 0 or #expiredWaiters > 0
 
 local used = tonumber(redis.call('hget', semKey, 'used')) or 0
 local free = permits - used
@@ -106,24 +85,8 @@ local function admitted(available)
   return ids
 end
 
--- Keys live as long as their latest deadline: dead holders and waiters leave no garbage.
 local function rearm()
-  local latestWaiter = redis.call('zrange', deadlinesKey, -1, -1, 'withscores')
-  local latestLease = redis.call('zrange', leasesKey, -1, -1, 'withscores')
-  local waitersUntil = tonumber(latestWaiter[2] or 0)
-  local holdersUntil = math.max(waitersUntil, tonumber(latestLease[2] or 0))
-  if waitersUntil > now then
-    redis.call('pexpire', lineKey, waitersUntil - now)
-    redis.call('pexpire', deadlinesKey, waitersUntil - now)
-  else
-    redis.call('del', lineKey, deadlinesKey)
-  end
-  if holdersUntil > now then
-    redis.call('pexpire', semKey, holdersUntil - now)
-    redis.call('pexpire', leasesKey, holdersUntil - now)
-  else
-    redis.call('del', semKey, leasesKey)
-  end
+  -- #include semaphore-rearm
 end
 
 local reply
@@ -133,10 +96,7 @@ if fits then
     redis.call('zrem', deadlinesKey, permitId)
     redis.call('hdel', semKey, 'w:' .. permitId)
   end
-  -- max(last + 1, server time in microseconds), as reentrant-acquire.lua
-  local token = math.max(nowMicros, (tonumber(redis.call('get', fenceKey)) or 0) + 1)
-  local tokenText = string.format('%.0f', token)
-  redis.call('set', fenceKey, tokenText, 'px', fenceMemoryMs)
+  -- #include fence-token
   redis.call('hset', semKey, 'permits', permits, 'o:' .. permitId, take, 'f:' .. permitId, tokenText)
   redis.call('hincrby', semKey, 'used', take)
   redis.call('zadd', leasesKey, now + leaseMs, permitId)

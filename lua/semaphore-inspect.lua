@@ -13,8 +13,7 @@ local lineKey = KEYS[3]
 local deadlinesKey = KEYS[4]
 local detailed = ARGV[1] == '1'
 
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- #include server-clock
 local limit = tonumber(redis.call('hget', semKey, 'permits')) or 0
 local used = tonumber(redis.call('hget', semKey, 'used')) or 0
 -- Holders whose lease ended hold nothing any more, even before a script gives their permits back.

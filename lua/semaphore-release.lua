@@ -25,13 +25,9 @@ local publishCommand = ARGV[2]
 local recordTtlMs = ARGV[3]
 local leaving = ARGV[4] == '1'
 
-local recorded = redis.call('get', recordKey)
-if recorded then
-  return tonumber(recorded)
-end
+-- #include release-record-replay
 
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- #include server-clock
 
 local outcome = 0
 if leaving and redis.call('zscore', deadlinesKey, permitId) then
@@ -51,20 +47,7 @@ if taken then
   redis.call('hincrby', semKey, 'used', -taken)
 end
 
-local freed = 0
-for _, id in ipairs(redis.call('zrangebyscore', leasesKey, '-inf', now)) do
-  freed = freed + (tonumber(redis.call('hget', semKey, 'o:' .. id)) or 0)
-  redis.call('hdel', semKey, 'o:' .. id, 'f:' .. id)
-  redis.call('zrem', leasesKey, id)
-end
-if freed > 0 then
-  redis.call('hincrby', semKey, 'used', -freed)
-end
-for _, id in ipairs(redis.call('zrangebyscore', deadlinesKey, '-inf', now)) do
-  redis.call('lrem', lineKey, 1, id)
-  redis.call('zrem', deadlinesKey, id)
-  redis.call('hdel', semKey, 'w:' .. id)
-end
+-- #include semaphore-drop-expired
 
 -- Wake the waiters at the head of the line whose requests now fit, in order, stopping at the first
 -- that does not (strict FIFO): one message names them all, whichever process each waits in.
@@ -85,23 +68,7 @@ if permits then
   end
 end
 
--- Keys live as long as their latest deadline (see semaphore-acquire.lua).
-local latestWaiter = redis.call('zrange', deadlinesKey, -1, -1, 'withscores')
-local latestLease = redis.call('zrange', leasesKey, -1, -1, 'withscores')
-local waitersUntil = tonumber(latestWaiter[2] or 0)
-local holdersUntil = math.max(waitersUntil, tonumber(latestLease[2] or 0))
-if waitersUntil > now then
-  redis.call('pexpire', lineKey, waitersUntil - now)
-  redis.call('pexpire', deadlinesKey, waitersUntil - now)
-else
-  redis.call('del', lineKey, deadlinesKey)
-end
-if holdersUntil > now then
-  redis.call('pexpire', semKey, holdersUntil - now)
-  redis.call('pexpire', leasesKey, holdersUntil - now)
-else
-  redis.call('del', semKey, leasesKey)
-end
+-- #include semaphore-rearm
 
 if outcome == 0 and not leaving then
   return nil

@@ -10,8 +10,7 @@ local leasesKey = KEYS[2]
 local leaseMs = tonumber(ARGV[1])
 local permitId = ARGV[2]
 
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- #include server-clock
 local deadline = tonumber(redis.call('zscore', leasesKey, permitId))
 if not deadline or deadline <= now or redis.call('hexists', semKey, 'o:' .. permitId) == 0 then
   return 0

@@ -1,0 +1,13 @@
+-- Re-arm a fair lock's line after it changed.
+-- Expects  lineKey, deadlinesKey, now
+-- Defines  latest ({owner id, deadline} of the waiter to time out last; empty when the line is gone)
+
+-- The line's keys live exactly as long as its latest deadline: dead waiters leave no garbage.
+local latest = redis.call('zrange', deadlinesKey, -1, -1, 'withscores')
+if latest[1] == nil then
+  redis.call('del', lineKey, deadlinesKey)
+else
+  local ttl = math.max(1, tonumber(latest[2]) - now)
+  redis.call('pexpire', lineKey, ttl)
+  redis.call('pexpire', deadlinesKey, ttl)
+end

@@ -1,0 +1,26 @@
+-- The start of rw-read-release.lua and rw-write-release.lua, whose KEYS and ARGV are the same but
+-- for the meaning of ARGV[4] (the unlock message, named by each script): names them, replays a
+-- resent release or checks an undo (release-record-prologue.lua), and drops the owners whose lease
+-- ran out.
+-- Expects  nothing
+-- Defines  rwKey, leasesKey, channel, recordKey, ownerId, recordTtlMs, publishCommand, grantedBy,
+--          readField, requestField, holdKey, HOLDS_OTHER_MODE, time, now
+
+local rwKey = KEYS[1]
+local leasesKey = KEYS[2]
+local channel = KEYS[3]
+local recordKey = KEYS[4]
+local ownerId = ARGV[1]
+local recordTtlMs = ARGV[2]
+local publishCommand = ARGV[3]
+local grantedBy = ARGV[5]
+local readField = 'read:' .. ownerId
+local requestField = 'rq:' .. ownerId
+local holdKey = rwKey
+local HOLDS_OTHER_MODE = -1
+
+-- #include release-record-prologue
+
+-- #include server-clock
+
+-- #include rw-drop-expired-owners

@@ -1,0 +1,24 @@
+-- A semaphore after a change: its keys live as long as their latest deadline, so dead holders and
+-- waiters leave no garbage. The line lives as long as its latest waiter; the hash (which also keeps
+-- the waiters' requests) and the leases as long as the latest holder or waiter.
+-- Expects  semKey, leasesKey, lineKey, deadlinesKey, now
+-- Defines  nothing
+
+do
+  local latestWaiter = redis.call('zrange', deadlinesKey, -1, -1, 'withscores')
+  local latestLease = redis.call('zrange', leasesKey, -1, -1, 'withscores')
+  local waitersUntil = tonumber(latestWaiter[2] or 0)
+  local holdersUntil = math.max(waitersUntil, tonumber(latestLease[2] or 0))
+  if waitersUntil > now then
+    redis.call('pexpire', lineKey, waitersUntil - now)
+    redis.call('pexpire', deadlinesKey, waitersUntil - now)
+  else
+    redis.call('del', lineKey, deadlinesKey)
+  end
+  if holdersUntil > now then
+    redis.call('pexpire', semKey, holdersUntil - now)
+    redis.call('pexpire', leasesKey, holdersUntil - now)
+  else
+    redis.call('del', semKey, leasesKey)
+  end
+end
