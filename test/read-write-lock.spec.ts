@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { LockNotHeldError, LockService, LockUpgradeError, ReadWriteLockService } from '../lib';
 import { LuaScript } from '../lib/redis/lua-script';
 import { completion, printed, spawnFixture } from './support/child-process';
-import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
+import { createLockApp, deferred, releasesSettled, sleep, waitUntil } from './support/lock-app';
 import { describeOnCluster, namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
 import { startRedis, TestRedis } from './support/redis-server';
 
@@ -163,11 +163,13 @@ describe('read-write lock', () => {
       ]),
     );
     expect(counts).toEqual([1, 1]);
+    await releasesSettled(app);
     expect(await raw.exists(key(name))).toBe(0);
 
     const fn = jest.fn(async () => 'wrote');
     await expect(locks.runRead(name, () => locks.runWrite(name, fn))).rejects.toBeInstanceOf(LockUpgradeError);
     expect(fn).not.toHaveBeenCalled();
+    await releasesSettled(app);
     expect(await raw.exists(key(name))).toBe(0);
   });
 
