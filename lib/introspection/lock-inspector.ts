@@ -1,4 +1,5 @@
 import { LockKeys } from '../redis/lock-keys';
+import { escapeRedisGlob, redisGlobToRegExp } from '../redis/redis-glob';
 import { LuaScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import { withTimeout, type CallTicket } from '../redis/bounded-call';
@@ -95,9 +96,9 @@ export class LockInspector {
   async *list(options: ListLocksOptions = {}): AsyncGenerator<LockInfo> {
     const { keyPrefix } = this.engine.options;
     const count = options.count ?? DEFAULT_SCAN_COUNT;
-    const nameMatches = options.match === undefined ? () => true : globMatcher(options.match);
+    const nameMatches = options.match === undefined ? () => true : matcherOf(redisGlobToRegExp(options.match));
     const readWritePrefix = `${keyPrefix}rw:`;
-    const pattern = `${escapeGlob(keyPrefix)}*`;
+    const pattern = `${escapeRedisGlob(keyPrefix)}*`;
     for (const node of this.masters()) {
       let cursor = '0';
       do {
@@ -165,32 +166,6 @@ function unwrapName(segment: string): string {
   return segment;
 }
 
-function escapeGlob(text: string): string {
-  return text.replace(/[*?[\]\\]/g, '\\$&');
-}
-
-/** Redis glob (`*`, `?`, `[...]`, `\x`) as a matcher of whole names. */
-function globMatcher(glob: string): (name: string) => boolean {
-  let source = '';
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i];
-    if (c === '*') source += '.*';
-    else if (c === '?') source += '.';
-    else if (c === '\\' && i + 1 < glob.length) source += escapeRegExp(glob[++i]);
-    else if (c === '[') {
-      const close = glob.indexOf(']', i + 1);
-      if (close === -1) source += '\\[';
-      else {
-        const body = glob.slice(i + 1, close).replace(/\\/g, '\\\\');
-        source += body.startsWith('^') ? `[^${body.slice(1)}]` : `[${body}]`;
-        i = close;
-      }
-    } else source += escapeRegExp(c);
-  }
-  const regex = new RegExp(`^${source}$`, 's');
+function matcherOf(regex: RegExp): (name: string) => boolean {
   return (name) => regex.test(name);
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }

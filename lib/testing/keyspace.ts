@@ -1,4 +1,5 @@
 import { ReplyError } from 'ioredis';
+import { redisGlobToRegExp } from '../redis/redis-glob';
 
 /** A Redis status reply (`+OK`): a string to a client, `{ ok = ... }` to a script. */
 export class StatusReply {
@@ -64,27 +65,6 @@ function range(length: number, startText: string, stopText: string): [number, nu
   if (stop < 0) stop = length + stop;
   stop = Math.min(stop, length - 1);
   return start > stop ? [0, 0] : [start, stop + 1];
-}
-
-/** Redis glob (`*`, `?`, `[...]`, `\x`) as a regular expression over whole keys. */
-export function globToRegExp(glob: string): RegExp {
-  let source = '';
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i];
-    if (c === '*') source += '.*';
-    else if (c === '?') source += '.';
-    else if (c === '\\' && i + 1 < glob.length) source += glob[++i].replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-    else if (c === '[') {
-      const close = glob.indexOf(']', i + 1);
-      if (close === -1) source += '\\[';
-      else {
-        const body = glob.slice(i + 1, close).replace(/\\/g, '\\\\');
-        source += body.startsWith('^') ? `[^${body.slice(1)}]` : `[${body}]`;
-        i = close;
-      }
-    } else source += c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-  }
-  return new RegExp(`^${source}$`, 's');
 }
 
 /**
@@ -248,7 +228,7 @@ const COMMANDS: Record<string, Command> = {
       let type: string | undefined;
       for (let i = 0; i < options.length; i += 2) {
         const option = options[i].toLowerCase();
-        if (option === 'match') match = globToRegExp(options[i + 1]);
+        if (option === 'match') match = redisGlobToRegExp(options[i + 1]);
         else if (option === 'type') type = options[i + 1].toLowerCase();
         else if (option !== 'count') throw error(SYNTAX);
       }
