@@ -22,7 +22,7 @@ import {
 import type { RedLock } from '../lib/locks/red-lock';
 import { runLocked } from '../lib/locks/run-locked';
 import { LockEngine } from '../lib/runtime/lock-engine';
-import { createLockApp, waitUntil } from './support/lock-app';
+import { createLockApp, releasesSettled, waitUntil } from './support/lock-app';
 import { freePort, startRedis, type TestRedis } from './support/redis-server';
 
 const MIN_HOLD = 400;
@@ -211,6 +211,7 @@ describe('skipIfLocked and minHoldTime', () => {
       await waitUntil(() => form.free(other, name), 10_000, 20);
       const slow = fresh();
       await form.run(app, slow, () => new Promise((resolve) => setTimeout(resolve, 150)), { minHoldTime: 100 });
+      await releasesSettled(app); // another process sees the release once Redis ran it
       expect(await form.free(other, slow)).toBe(true);
     });
 
@@ -241,6 +242,7 @@ describe('skipIfLocked and minHoldTime', () => {
     const name = fresh();
     const locks = app.get(LockService);
     await locks.run(name, () => locks.run(name, async () => 'inner', { minHoldTime: 5_000 }));
+    await releasesSettled(app);
     expect(await plain.free(other, name)).toBe(true);
   });
 
