@@ -65,6 +65,12 @@ export interface Contender<R> {
    * trying first (no barging): its first round then makes no attempt.
    */
   queuesFirst(): boolean;
+  /**
+   * Whether a newcomer with a wait takes its seat before its first attempt (it still attempts, once
+   * subscribed): where a release names the waiters it admits, the seat must be there when the name
+   * comes, and the usual second attempt after seating is saved.
+   */
+  seatsFirst(): boolean;
   /** Records the grant as held; what the acquisition resolves with. */
   held(grant: Grant, leaseMs: number, options: LockOptions | undefined): R;
   /** Gives back a grant nobody will use (the caller cancelled, the replicas did not confirm it). */
@@ -143,7 +149,7 @@ export class Acquisition<R> implements Sleeper {
       this.resolve = resolve;
       this.reject = reject;
     });
-    if (this.queued) this.takeSeat();
+    if (this.queued || (waitMs > 0 && contender.seatsFirst())) this.takeSeat();
     else this.firstAttempt();
   }
 

@@ -224,6 +224,11 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     return !this.hold && this.queuesBehindLocalWaiters() && this.engine.subscriber.hasWaiters(this.waitChannel);
   }
 
+  /** @internal A lock's waiters are woken by the channel, whoever they are: no need to seat first. */
+  seatsFirst(): boolean {
+    return false;
+  }
+
   /** @internal Records the hold (the watchdog renews it unless a `leaseTime` was given). */
   held(grant: Grant, leaseMs: number, options: LockOptions | undefined): boolean {
     const leaseTime = options?.leaseTime;

@@ -208,6 +208,11 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     return false;
   }
 
+  /** @internal */
+  seatsFirst(): boolean {
+    return false;
+  }
+
   /**
    * @internal One round of the algorithm: ask every master, keep the lock only with a majority in
    * time, and write the token back to a majority. Busy: the pause before the next round (random, so

@@ -305,6 +305,15 @@ class PermitRequest implements Contender<Permit | null> {
     return false;
   }
 
+  /**
+   * While others of this process wait already (the channel is subscribed), a newcomer takes its seat
+   * before its attempt: a release that names it right after the attempt is not missed, and no second
+   * attempt is needed. An uncontended acquisition never subscribes.
+   */
+  seatsFirst(): boolean {
+    return this.engine.subscriber.hasWaiters(this.waitChannel);
+  }
+
   attempt(leaseMs: number, _requestId: string, joinLine: boolean): Promise<AttemptOutcome> {
     const { semaphore, engine, take, waiterId } = this;
     const { keys } = semaphore;
