@@ -66,6 +66,9 @@ export const RELEASE_FAILED = (name: string, error: unknown): string =>
 export const RELEASE_FOUND_NOTHING = (name: string): string =>
   `Lock "${name}" was already gone when its holder released it (it had been lost)`;
 
+export const RELEASE_LEFT_TO_SHUTDOWN = (name: string): string =>
+  `Lock "${name}" is released by the module's shutdown, which began while its holder ran`;
+
 export const SHUTDOWN_RELEASE_FAILED = (error: unknown): string =>
   `Releasing held locks at shutdown did not complete: ${String(error)}`;
 

@@ -117,6 +117,47 @@ describe('one round trip per locked call', () => {
   });
 });
 
+describe('one round trip: a body still running when the app closes', () => {
+  let redis: TestRedis;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('the shutdown releases its lock; the body settling after it logs no error and leaves nothing held', async () => {
+    const { app, logs } = await createFaultApp({ redis: redis.url });
+    const locks = app.get(LockService);
+    let finish!: () => void;
+    const bodyMayFinish = new Promise<void>((resolve) => (finish = resolve));
+    let entered!: () => void;
+    const bodyEntered = new Promise<void>((resolve) => (entered = resolve));
+    const running = locks.run('rt:outlives', async () => {
+      entered();
+      await bodyMayFinish;
+      return 'finished after close';
+    });
+    await bodyEntered;
+    const raw = redis.client();
+    try {
+      expect(await raw.exists('lock:{rt:outlives}')).toBe(1);
+      await app.close();
+      // The shutdown released the hold while the body still ran.
+      expect(await raw.exists('lock:{rt:outlives}')).toBe(0);
+      finish();
+      expect(await running).toBe('finished after close');
+      expect(app.get(LockEngine).releasesInFlight.size).toBe(0);
+      expect(logs.errors).toEqual([]);
+      expect(logs.warnings).toEqual([]);
+    } finally {
+      raw.disconnect();
+    }
+  });
+});
+
 describe('one round trip: a release that fails', () => {
   let redis: TestRedis;
   let app: TestingModule;

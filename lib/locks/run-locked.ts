@@ -1,5 +1,12 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
-import { INVALID_MIN_HOLD_TIME, LOCK_SKIPPED, MIN_HOLD_OVER_LEASE, RELEASE_FAILED, RELEASE_FOUND_NOTHING } from '../lock.messages';
+import {
+  INVALID_MIN_HOLD_TIME,
+  LOCK_SKIPPED,
+  MIN_HOLD_OVER_LEASE,
+  RELEASE_FAILED,
+  RELEASE_FOUND_NOTHING,
+  RELEASE_LEFT_TO_SHUTDOWN,
+} from '../lock.messages';
 import { SKIPS_IF_LOCKED, type AcquisitionOptions } from '../metrics/lock-telemetry';
 import type { LockEngine } from '../runtime/lock-engine';
 import type { LockRunContext, RunOptions, TryLockOptions } from './lock';
@@ -104,6 +111,12 @@ function runHeld<T>(
  * release is logged, never thrown (it must not hide `fn`'s outcome).
  */
 function release(engine: LockEngine, lock: RunnableLock, keepUntil: number): Promise<void> {
+  // A body that outlived the start of shutdown (a job still running when the app closes): the
+  // shutdown released every recorded hold, this one included, and closes the connection after.
+  if (engine.shuttingDown) {
+    engine.logger.debug(RELEASE_LEFT_TO_SHUTDOWN(String(lock.runName)));
+    return Promise.resolve();
+  }
   let releasing: Promise<void>;
   try {
     const keepMs = keepUntil - Date.now();

@@ -172,11 +172,11 @@ export class LockTelemetry {
     let failure: unknown;
     try {
       const acquired = await acquire();
-      outcome = acquired ? 'acquired' : options?.[SKIPS_IF_LOCKED] ? 'skipped' : 'timeout';
+      outcome = settledOutcome(acquired, options);
       return acquired;
     } catch (error) {
       failure = error;
-      outcome = classify(error, options?.signal);
+      outcome = failedOutcome(error, options?.signal);
       throw error;
     } finally {
       const waitS = (performance.now() - startedAt) / 1000;
@@ -200,7 +200,13 @@ export class LockTelemetry {
   }
 }
 
-function classify(error: unknown, signal: AbortSignal | undefined): AcquireOutcome | undefined {
+/** The `lock.outcome` of an acquisition that settled: acquired, or not (a skip when the caller skips). */
+export function settledOutcome(acquired: boolean, options: AcquisitionOptions | undefined): AcquireOutcome {
+  return acquired ? 'acquired' : options?.[SKIPS_IF_LOCKED] ? 'skipped' : 'timeout';
+}
+
+/** The `lock.outcome` of an acquisition that failed; `undefined` for an error that is none of them. */
+export function failedOutcome(error: unknown, signal: AbortSignal | undefined): AcquireOutcome | undefined {
   if (signal?.aborted && error === signal.reason) return 'cancelled';
   if (error instanceof LockShutdownError) return 'cancelled';
   if (error instanceof LockUnavailableError) return 'unavailable';

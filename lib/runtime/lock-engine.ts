@@ -107,7 +107,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
 
   private readonly ownsClient: boolean;
   private readonly subscriberConnection: RedisClient;
-  private shuttingDown = false;
+  private shutdownStarted = false;
   /** The connection failure was logged; quiet until the connection is ready again. */
   private connectionFailureLogged = false;
 
@@ -173,6 +173,14 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     return this.ownerContext.ownerOf(lockKey) ?? fallbackOwner ?? this.ids.nextOwner();
   }
 
+  /**
+   * Shutdown began: it releases every hold this instance recorded and then closes the connections,
+   * so a locked call whose body settles after that has nothing left to release itself.
+   */
+  get shuttingDown(): boolean {
+    return this.shutdownStarted;
+  }
+
   /** The subscriber connection's state (ioredis `status`: `ready`, `connecting`, `wait` before first use...). */
   get subscriberStatus(): string {
     return this.subscriberConnection.status;
@@ -201,8 +209,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
 
   /** Stop renewing, cancel waits, release what this instance holds, close what it opened. */
   async onApplicationShutdown(): Promise<void> {
-    if (this.shuttingDown) return;
-    this.shuttingDown = true;
+    if (this.shutdownStarted) return;
+    this.shutdownStarted = true;
     this.client.off('ready', this.wakeWaiters);
     this.serverVersion.stop();
     this.watchdog.stop();

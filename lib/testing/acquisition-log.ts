@@ -1,5 +1,12 @@
-import { LockShutdownError, LockUnavailableError } from '../errors';
-import type { AcquireOutcome, AcquisitionOptions, HoldTelemetry, LockKind, LockTelemetry } from '../metrics/lock-telemetry';
+import {
+  failedOutcome,
+  settledOutcome,
+  type AcquireOutcome,
+  type AcquisitionOptions,
+  type HoldTelemetry,
+  type LockKind,
+  type LockTelemetry,
+} from '../metrics/lock-telemetry';
 
 /** One acquisition as the testing kit saw it end. */
 export interface RecordedAcquisition {
@@ -15,12 +22,6 @@ export interface RecordedAcquisition {
 /** Any member of it is itself; calling it does nothing. */
 const NO_OP: unknown = new Proxy(() => undefined, { get: (_, property) => (property === 'then' ? undefined : NO_OP) });
 
-function outcomeOf(error: unknown, signal: AbortSignal | undefined): AcquireOutcome | 'error' {
-  if (signal?.aborted && error === signal.reason) return 'cancelled';
-  if (error instanceof LockShutdownError) return 'cancelled';
-  if (error instanceof LockUnavailableError) return 'unavailable';
-  return 'error';
-}
 
 /**
  * Every acquisition of the app's module, in the order they ended, taken where the library reports
@@ -47,11 +48,11 @@ export class AcquisitionLog {
         return acquiring.then(
           (acquired) => {
             const token = acquired ? fencingToken() : undefined;
-            log.entries.push({ name: lockName, kind, outcome: acquired ? 'acquired' : 'timeout', ...(token !== undefined ? { fencingToken: token } : {}) });
+            log.entries.push({ name: lockName, kind, outcome: settledOutcome(acquired, options), ...(token !== undefined ? { fencingToken: token } : {}) });
             return acquired;
           },
           (error: unknown) => {
-            log.entries.push({ name: lockName, kind, outcome: outcomeOf(error, options?.signal) });
+            log.entries.push({ name: lockName, kind, outcome: failedOutcome(error, options?.signal) ?? 'error' });
             throw error;
           },
         );
