@@ -8,11 +8,14 @@ import Redis from 'ioredis';
 import { AppInstance, startInstances, stopInstances } from './demo/instances';
 import { fireReservations, getStock, setStock } from './demo/load';
 import { DemoRedis, NoRedisError, provideRedis } from './demo/redis';
-import { EndpointSummary, formatReport, summarize } from './demo/report';
+import { EndpointSummary, formatJobReport, formatReport, summarize, summarizeJob } from './demo/report';
+import { REPORT_RUNNERS_KEY, REPORT_RUNS_KEY } from './src/jobs/inventory-report.job';
 
 const INSTANCES = 3;
 const STOCK = 50;
 const REQUESTS = 300;
+/** The scheduled job is watched at least this long (it runs every second on every instance). */
+const JOB_WATCH_MS = 6_000;
 
 const ENDPOINTS = [
   { name: 'POST /products/:sku/reservations (locked)', path: 'reservations' },
@@ -20,6 +23,8 @@ const ENDPOINTS = [
 ];
 
 async function run(redis: DemoRedis, instances: AppInstance[]): Promise<void> {
+  // Every instance has scheduled the job once it listens: the job's window starts now.
+  const jobWatchFrom = Date.now();
   const urls = instances.map((instance) => instance.url);
   console.log(`Redis: ${redis.origin}`);
   console.log(`${INSTANCES} sample-app processes: ${urls.join(', ')}`);
@@ -50,8 +55,25 @@ async function run(redis: DemoRedis, instances: AppInstance[]): Promise<void> {
   );
   console.log('"lock wait" is the time between a request reaching the controller and its reservation starting.');
 
-  const cleaner = new Redis(redis.url);
-  await cleaner.del(...skus.map((sku) => `sample:stock:${sku}`)).finally(() => cleaner.disconnect());
+  // The job ran all along on the three instances; watch it for a few ticks at least.
+  const watched = Date.now() - jobWatchFrom;
+  if (watched < JOB_WATCH_MS) await new Promise((resolve) => setTimeout(resolve, JOB_WATCH_MS - watched));
+  const jobWatchTo = Date.now();
+  const client = new Redis(redis.url);
+  try {
+    const [runsByTick, runners] = await Promise.all([client.hgetall(REPORT_RUNS_KEY), client.hgetall(REPORT_RUNNERS_KEY)]);
+    const job = summarizeJob(runsByTick, runners, jobWatchFrom, jobWatchTo);
+    console.log('');
+    console.log(formatJobReport(job, INSTANCES));
+    console.log(
+      job.duplicated === 0 && job.missed === 0
+        ? `  Once per tick: the other instances skipped it (logged at debug level only).`
+        : `  Not once per tick this time (see above): a timer later than minHoldTime, or an instance busy for a whole second.`,
+    );
+    await client.del(REPORT_RUNS_KEY, REPORT_RUNNERS_KEY, ...skus.map((sku) => `sample:stock:${sku}`));
+  } finally {
+    client.disconnect();
+  }
 }
 
 async function main(): Promise<number> {

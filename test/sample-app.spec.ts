@@ -1,6 +1,8 @@
 import { AppInstance, startInstances, stopInstances } from '../sample-app/demo/instances';
 import { fireReservations, getStock, setStock } from '../sample-app/demo/load';
 import { summarize } from '../sample-app/demo/report';
+import { REPORT_RUNS_KEY } from '../sample-app/src/jobs/inventory-report.job';
+import { waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 
 /**
@@ -47,4 +49,12 @@ describe('sample app, 2 processes, one Redis', () => {
     const raw = redis.client();
     expect(await raw.exists('lock:{stock:nope}')).toBe(0);
   });
+
+  it('the @Cron job both processes schedule every second ran once per tick', async () => {
+    const raw = redis.client();
+    // Both processes have scheduled it since they started; wait until a few ticks were run.
+    await waitUntil(async () => Object.keys(await raw.hgetall(REPORT_RUNS_KEY)).length >= 3, 15_000);
+    const runsPerTick = Object.values(await raw.hgetall(REPORT_RUNS_KEY)).map(Number);
+    expect(runsPerTick.every((runs) => runs === 1)).toBe(true);
+  }, 30_000);
 });

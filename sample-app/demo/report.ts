@@ -59,3 +59,39 @@ export function formatReport(summaries: readonly EndpointSummary[]): string {
   const line = (cells: string[]) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
+
+/** What the scheduled job did while every instance scheduled it. */
+export interface JobSummary {
+  /** Whole ticks (seconds) watched. */
+  ticks: number;
+  /** Ticks run by exactly one instance, by none, by more than one. */
+  once: number;
+  missed: number;
+  duplicated: number;
+  /** Runs per instance (its port), over the same window and a little around it. */
+  runners: Record<string, number>;
+}
+
+/** Counts the job's runs per tick over the ticks that lie wholly between `from` and `to` (ms). */
+export function summarizeJob(runsByTick: Record<string, string>, runners: Record<string, string>, from: number, to: number): JobSummary {
+  const summary: JobSummary = { ticks: 0, once: 0, missed: 0, duplicated: 0, runners: {} };
+  for (let second = Math.ceil(from / 1000); (second + 1) * 1000 <= to; second++) {
+    const runs = Number(runsByTick[second] ?? 0);
+    summary.ticks += 1;
+    if (runs === 1) summary.once += 1;
+    else if (runs === 0) summary.missed += 1;
+    else summary.duplicated += 1;
+  }
+  for (const [port, runs] of Object.entries(runners)) summary.runners[port] = Number(runs);
+  return summary;
+}
+
+export function formatJobReport(job: JobSummary, instances: number): string {
+  const runners = Object.entries(job.runners)
+    .map(([port, runs]) => `${runs} on :${port}`)
+    .join(', ');
+  return [
+    `@Cron every second on all ${instances} instances, @DistributedLock skipIfLocked + minHoldTime 500 ms:`,
+    `  ${job.ticks} ticks watched: ${job.once} ran exactly once, ${job.duplicated} more than once, ${job.missed} not at all (runs: ${runners || 'none'})`,
+  ].join('\n');
+}

@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 import { TerminusModule } from '@nestjs/terminus';
 import { LockModule } from '../../lib';
 import { LockHealthIndicator } from '../../lib/terminus';
 import { LocksAdminController } from './admin/locks-admin.controller';
 import { HealthController } from './health/health.controller';
 import { FencedStore } from './fencing/fenced-store';
+import { InventoryReportJob } from './jobs/inventory-report.job';
 import { OrdersController } from './orders/orders.controller';
 import { OrdersService } from './orders/orders.service';
 import { ProductsController } from './products/products.controller';
@@ -12,8 +14,8 @@ import { ProductsService } from './products/products.service';
 import { appRedisProviders, REDIS_URL } from './redis/app-redis.provider';
 
 @Module({
-  imports: [LockModule.forRoot({ redis: REDIS_URL }), TerminusModule.forRoot({ logger: false })],
+  imports: [LockModule.forRoot({ redis: REDIS_URL }), ScheduleModule.forRoot(), TerminusModule.forRoot({ logger: false })],
   controllers: [ProductsController, OrdersController, HealthController, LocksAdminController],
-  providers: [ProductsService, OrdersService, FencedStore, LockHealthIndicator, ...appRedisProviders],
+  providers: [ProductsService, OrdersService, InventoryReportJob, FencedStore, LockHealthIndicator, ...appRedisProviders],
 })
 export class AppModule {}
