@@ -1,12 +1,16 @@
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { ArgumentsHost, Controller, INestApplication, INestMicroservice, Module } from '@nestjs/common';
+import { ArgumentsHost, Controller, INestApplication, INestMicroservice, Module, UseFilters } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { Args, GraphQLModule, Query, Resolver } from '@nestjs/graphql';
 import { ClientProxy, ClientProxyFactory, MessagePattern, Payload, Transport } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
+import { WsAdapter } from '@nestjs/platform-ws';
+import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import { firstValueFrom } from 'rxjs';
 import request from 'supertest';
+import WebSocket from 'ws';
 import { DistributedLock, LockErrorFilter, LockModule, LockService, LockTimeoutError, LockUnavailableError } from '../lib';
+import { completion, spawnFixture } from './support/child-process';
 import { deferred, waitUntil } from './support/lock-app';
 import { freePort, startRedis, type TestRedis } from './support/redis-server';
 
@@ -29,6 +33,17 @@ class ReportResolver {
   @DistributedLock('gql-report:#id', { waitTime: 0 })
   async report(@Args('id') id: string) {
     return `report ${id}`;
+  }
+}
+
+// Nest never applies app-wide filters to gateways: the gateway names LockErrorFilter itself.
+@WebSocketGateway()
+@UseFilters(LockErrorFilter)
+class ReportsGateway {
+  @SubscribeMessage('report')
+  @DistributedLock('ws-report:#data.id', { waitTime: 0 })
+  async report(@MessageBody() data: { id: string }) {
+    return { event: 'report', data: `report ${data.id}` };
   }
 }
 
@@ -126,7 +141,66 @@ describe('lock errors outside HTTP', () => {
     });
   });
 
-  describe('LockErrorFilter for WebSocket clients', () => {
+  // Mercurius loads an ESM-only package (through @fastify/static) that Jest's module loader cannot
+  // require; the app runs in a child process under plain Node instead (test/fixtures/mercurius-app.ts).
+  it('@nestjs/graphql with Mercurius (Fastify): a locked resolver answers a GraphQL error with extensions.code LOCKED', async () => {
+    const output = await completion(spawnFixture('mercurius-app', [redis.url]));
+    const { whileHeld, whenFree } = JSON.parse(output.trim().split('\n').pop()!);
+    expect(whileHeld.errors).toHaveLength(1);
+    expect(whileHeld.errors[0]).toMatchObject({
+      message: 'Lock "gql-report:m" was not acquired within 0 ms',
+      extensions: { code: 'LOCKED', statusCode: 423, lockName: 'gql-report:m' },
+    });
+    expect(whenFree).toEqual({ data: { report: 'report m' } });
+  }, 60_000);
+
+  describe('WebSocket gateway (@nestjs/platform-ws)', () => {
+    let app: INestApplication;
+    let url: string;
+
+    beforeAll(async () => {
+      const port = await freePort();
+      const moduleRef = await Test.createTestingModule({
+        imports: [LockModule.forRoot({ redis: redis.url })],
+        providers: [ReportsGateway],
+      }).compile();
+      app = moduleRef.createNestApplication({ logger: false });
+      app.useWebSocketAdapter(new WsAdapter(app));
+      await app.listen(port, '127.0.0.1');
+      url = `ws://127.0.0.1:${port}`;
+    });
+
+    afterAll(async () => {
+      await app?.close();
+    });
+
+    it('a client whose message finds the lock busy receives an exception event with the HTTP body', async () => {
+      const socket = new WebSocket(url);
+      const messages: Array<{ event: string; data: unknown }> = [];
+      socket.on('message', (message) => messages.push(JSON.parse(String(message))));
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      const holder = app.get(LockService).getLock('ws-report:1');
+      await holder.lock();
+      try {
+        socket.send(JSON.stringify({ event: 'report', data: { id: '1' } }));
+        await waitUntil(() => messages.length === 1, 10_000);
+      } finally {
+        await holder.unlock();
+      }
+      socket.send(JSON.stringify({ event: 'report', data: { id: '1' } }));
+      await waitUntil(() => messages.length === 2, 10_000);
+      socket.close();
+      expect(messages).toEqual([
+        {
+          event: 'exception',
+          data: { statusCode: 423, error: 'Locked', message: 'Lock "ws-report:1" was not acquired within 0 ms', lockName: 'ws-report:1', waitTime: 0 },
+        },
+        { event: 'report', data: 'report 1' },
+      ]);
+    });
+  });
+
+  describe('LockErrorFilter for socket.io clients', () => {
     const wsHost = (emit: jest.Mock): ArgumentsHost =>
       ({ getType: () => 'ws', switchToWs: () => ({ getClient: () => ({ emit }) }) }) as unknown as ArgumentsHost;
 

@@ -40,13 +40,37 @@ export function lockErrorResponse(error: LockTimeoutError | LockUnavailableError
   };
 }
 
+/** A gateway's client: a socket.io `Socket`, or a `ws` `WebSocket` (@nestjs/platform-ws). */
+interface WsClient {
+  emit?: (event: string, body: unknown) => unknown;
+  send?: (message: string) => void;
+  readyState?: number;
+}
+
+/** `WebSocket.OPEN` of the `ws` package (and of the WHATWG WebSocket). */
+const WS_OPEN = 1;
+
+/**
+ * Delivers an `exception` event to a gateway's client. A socket.io socket's `emit` sends it; a `ws`
+ * WebSocket's `emit` would only fire a local event (an EventEmitter's), so it gets the message
+ * @nestjs/platform-ws itself writes for an event, `{ event, data }`, through `send`.
+ */
+function sendWsException(client: WsClient, body: unknown): void {
+  if (typeof client.send === 'function' && typeof client.readyState === 'number') {
+    if (client.readyState === WS_OPEN) client.send(JSON.stringify({ event: 'exception', data: body }));
+    return;
+  }
+  client.emit?.('exception', body);
+}
+
 /**
  * Registered by LockModule for the whole application. In an HTTP request, a lock not acquired
  * within its `waitTime` (decorated method or `run`) answers 423 Locked, and Redis being unreachable
  * answers 503 Service Unavailable with a `Retry-After` header; both with a JSON body naming the
  * lock, never 500. Contention is expected, so nothing is logged as an error. Other transports get
  * the same body: an RPC caller (@nestjs/microservices) as the error of its call, a WebSocket client
- * as an `exception` event. Anything else (GraphQL, plain providers) sees the error rethrown as if no
+ * as an `exception` event (socket.io and `ws` alike; Nest applies no app-wide filter to gateways, so
+ * a gateway names this one in `@UseFilters`). Anything else (GraphQL, plain providers) sees the error rethrown as if no
  * filter existed: GraphQL servers answer its `extensions.code` (`LOCKED`, `SERVICE_UNAVAILABLE`).
  */
 @Catch(LockTimeoutError, LockUnavailableError)
@@ -62,7 +86,7 @@ export class LockErrorFilter implements ExceptionFilter<LockTimeoutError | LockU
         return throwError(() => body);
       }
       case 'ws':
-        host.switchToWs().getClient<{ emit?: (event: string, body: unknown) => void }>().emit?.('exception', lockErrorResponse(error).body);
+        sendWsException(host.switchToWs().getClient<WsClient>(), lockErrorResponse(error).body);
         return undefined;
       default:
         throw error;
