@@ -53,7 +53,9 @@ describe('Sentinel failover', () => {
     const replica = topology.servers.find((s) => s !== oldPrimary) as RedisProcess;
     const replicaClient = replica.client();
 
-    // syncReplicas: the acquisition returns only once the replica has it.
+    // syncReplicas: the acquisition returns only once the replica has it (once the replica is
+    // through its first sync: on a loaded machine that can take longer than syncReplicasTimeout).
+    await topology.waitForReplica();
     const syncedLock = synced.get(LockService).getLock('sync-before');
     expect(await syncedLock.tryLock()).toBe(true);
     expect(await replicaClient.exists('lock:{sync-before}')).toBe(1);
