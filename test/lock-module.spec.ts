@@ -137,6 +137,25 @@ describe('LockModule', () => {
     });
   });
 
+  it('a grant answered after shutdown began is given back: the acquisition rejects LockShutdownError, nothing stays held', async () => {
+    const app = await createLockApp({ redis: redis.url, commandTimeout: 5_000 });
+    const engine = app.get(LockEngine);
+    await app.get(LockService).run('warm-up', async () => undefined);
+    await redis.pause();
+    // The attempt is on the wire, unanswered, when the shutdown begins.
+    const acquiring = app.get(LockService).getLock('granted-late').tryLock().catch((error: unknown) => error);
+    let closing: Promise<void> | undefined;
+    try {
+      closing = app.close();
+      await waitUntil(() => engine.shuttingDown);
+    } finally {
+      await redis.resume();
+    }
+    await closing;
+    await expect(acquiring).resolves.toBeInstanceOf(LockShutdownError);
+    expect(await admin(redis).exists('lock:{granted-late}')).toBe(0);
+  });
+
   it('no leaks: 500 contended waits on 50 names leave no channel and the same two connections', async () => {
     const app = await createLockApp({ redis: redis.url });
     try {

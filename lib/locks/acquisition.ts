@@ -1,4 +1,4 @@
-import { LockError, LockUnavailableError } from '../errors';
+import { LockError, LockShutdownError, LockUnavailableError } from '../errors';
 import { NOT_CONNECTED, REPLICAS_NOT_SYNCED } from '../lock.messages';
 import { boundedCall, type CallTicket } from '../redis/bounded-call';
 import { waitForReplicas } from '../redis/replica-sync';
@@ -289,6 +289,12 @@ export class Acquisition<R> implements Sleeper {
       const settle = (): void => this.end(true, cancellation.reason);
       contender.undoGrant().then(settle, settle);
       return;
+    }
+    // A grant answered after shutdown began: the shutdown released what was held then and closes
+    // the connections next, so nobody would release this one. Given back, as a wait cut short.
+    if (contender.engine.shuttingDown) {
+      void contender.undoGrant();
+      return this.end(true, new LockShutdownError(contender.name));
     }
     const { syncReplicas } = contender.engine.options;
     if (syncReplicas > 0 && contender.replicaKey !== undefined) {
