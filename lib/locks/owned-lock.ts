@@ -31,18 +31,35 @@ export function heldEntriesOf(lock: OwnedLock): ReadonlyArray<readonly [string, 
 }
 
 /**
- * The run context of a single lock. Its `signal` is looked up when `fn` first reads it: most callers
- * never do, and the hold then never has to create its AbortController.
+ * The run context of one lock or of a semaphore's permits (also `current()` inside the run). Its `signal` is looked up when
+ * `fn` first reads it: most callers never do, and the hold then never has to create its
+ * AbortController. A class with a prototype getter and private fields rather than an object literal
+ * with a getter closing over the hold: measured on W1, the literal's objects outlived young
+ * collections (about 1.5 KB per call promoted to the old generation, 3-5 ms scavenges), the class's
+ * do not (W1 through `run` +15%).
  */
+export class HeldLockRunContext implements LockRunContext {
+  /** What aborts when the lock is lost: the hold (or a semaphore's permit); none, never aborted. */
+  readonly #lossSignal: { readonly signal: AbortSignal } | undefined;
+  #signal: AbortSignal | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly fencingToken: number | undefined,
+    lossSignal: { readonly signal: AbortSignal } | undefined,
+  ) {
+    this.#lossSignal = lossSignal;
+  }
+
+  get signal(): AbortSignal {
+    this.#signal ??= this.#lossSignal?.signal ?? new AbortController().signal;
+    return this.#signal;
+  }
+}
+
+/** The run context of a single lock: see `HeldLockRunContext`. */
 export function runContextOf(lock: OwnedLock): LockRunContext {
-  const hold = lock.hold;
-  let signal: AbortSignal | undefined;
-  return {
-    name: lock.name,
-    fencingToken: lock.getFencingToken(),
-    get signal(): AbortSignal {
-      signal ??= hold?.signal ?? new AbortController().signal;
-      return signal;
-    },
-  };
+  // The lock's own token, not the hold's: a read view shares its owner's hold with the write view
+  // but carries no token.
+  return new HeldLockRunContext(lock.name, lock.getFencingToken(), lock.hold);
 }

@@ -1,5 +1,6 @@
 import { LockNotHeldError } from '../errors';
 import type { LockRunContext, TryLockOptions } from '../locks/lock';
+import { HeldLockRunContext } from '../locks/owned-lock';
 import type { RunnableLock } from '../locks/runnable-lock';
 import { LuaScript } from '../redis/lua-script';
 import type { Permit, Semaphore } from './semaphore';
@@ -55,15 +56,7 @@ export class PermitRun implements RunnableLock {
   }
 
   runContext(): LockRunContext {
-    const permit = this.permit;
-    let signal: AbortSignal | undefined;
-    return {
-      name: this.semaphore.name,
-      fencingToken: permit?.fencingToken,
-      get signal(): AbortSignal {
-        signal ??= permit?.signal ?? new AbortController().signal;
-        return signal;
-      },
-    };
+    const permit = this.permit ?? undefined;
+    return new HeldLockRunContext(this.semaphore.name, permit?.fencingToken, permit);
   }
 }
