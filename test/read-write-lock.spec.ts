@@ -228,6 +228,8 @@ describe('read-write lock', () => {
       expect(await rw(other, name).writeLock().tryLock()).toBe(false); // the live reader still holds
       gate.resolve();
       expect(await reading).toBe(1);
+      // `other` asks on a connection of its own: once the run's release was answered.
+      await releasesSettled(app);
       expect(await rw(other, name).writeLock().tryLock()).toBe(true);
       await rw(other, name).writeLock().forceUnlock();
     } finally {
