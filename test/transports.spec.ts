@@ -1,7 +1,7 @@
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { ArgumentsHost, Controller, INestApplication, INestMicroservice, Module, UseFilters } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { Args, GraphQLModule, Query, Resolver } from '@nestjs/graphql';
+import { GraphQLModule } from '@nestjs/graphql';
 import { ClientProxy, ClientProxyFactory, MessagePattern, Payload, Transport } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { WsAdapter } from '@nestjs/platform-ws';
@@ -13,6 +13,7 @@ import { DistributedLock, LockErrorFilter, LockModule, LockService, LockTimeoutE
 import { completion, spawnFixture } from './support/child-process';
 import { deferred, waitUntil } from './support/lock-app';
 import { freePort, startRedis, type TestRedis } from './support/redis-server';
+import { ReportResolver } from './support/report-resolver';
 
 /** Holds each report's lock until the test lets it go. */
 let reportGate = deferred();
@@ -24,15 +25,6 @@ class ReportsController {
   async report(@Payload() data: { id: string }) {
     await reportGate.promise;
     return `report ${data.id}`;
-  }
-}
-
-@Resolver()
-class ReportResolver {
-  @Query(() => String)
-  @DistributedLock('gql-report:#id', { waitTime: 0 })
-  async report(@Args('id') id: string) {
-    return `report ${id}`;
   }
 }
 
