@@ -31,9 +31,9 @@ export function heldEntriesOf(lock: OwnedLock): ReadonlyArray<readonly [string, 
 }
 
 /**
- * The run context of one lock or of a semaphore's permits (also `current()` inside the run). Its `signal` is looked up when
- * `fn` first reads it: most callers never do, and the hold then never has to create its
- * AbortController. A class with a prototype getter and private fields rather than an object literal
+ * The run context of one lock or of a semaphore's permits (also `current()` inside the run). Its
+ * `signal` is looked up when `fn` first reads it: most callers never do, and the hold then never
+ * has to create its AbortController. A class with a prototype getter and private fields rather than an object literal
  * with a getter closing over the hold: measured on W1, the literal's objects outlived young
  * collections (about 1.5 KB per call promoted to the old generation, 3-5 ms scavenges), the class's
  * do not (W1 through `run` +15%).

@@ -57,6 +57,11 @@ export function batchWrites(client: RedisClient): void {
     return;
   }
   if (commandQueue.length === 0 || nextTickIsFake()) return;
+  startBatch(stream);
+}
+
+/** Corks `stream` until the end of this tick, counting the write about to be made as the first. */
+function startBatch(stream: BatchingSocket): void {
   stream.cork();
   stream[batchSize] = 1;
   process.nextTick(flush, stream);
@@ -71,8 +76,6 @@ export function batchWrites(client: RedisClient): void {
 export function batchRestOfTick(client: RedisClient): void {
   const { status, stream, commandQueue } = client as unknown as SocketOwner;
   if (status !== 'ready' || !stream || !commandQueue || (stream[batchSize] ?? 0) > 0 || nextTickIsFake()) return;
-  stream.cork();
-  // Counted as one write already, so `batchWrites` adds the release to this batch.
-  stream[batchSize] = 1;
-  process.nextTick(flush, stream);
+  // The release about to be sent counts as the batch's first write; `batchWrites` adds it.
+  startBatch(stream);
 }
