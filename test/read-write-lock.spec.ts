@@ -228,7 +228,7 @@ describe('read-write lock', () => {
       expect(await rw(other, name).writeLock().tryLock()).toBe(false); // the live reader still holds
       gate.resolve();
       expect(await reading).toBe(1);
-      // `other` asks on a connection of its own: once the run's release was answered.
+      // `other` asks on a connection of its own (no order with this one's release): once it was answered.
       await releasesSettled(app);
       expect(await rw(other, name).writeLock().tryLock()).toBe(true);
       await rw(other, name).writeLock().forceUnlock();

@@ -8,7 +8,6 @@ import {
   RELEASE_LEFT_TO_SHUTDOWN,
 } from '../lock.messages';
 import { SKIPS_IF_LOCKED, type AcquisitionOptions } from '../metrics/lock-telemetry';
-import { batchRestOfTick } from '../redis/write-batching';
 import type { LockEngine } from '../runtime/lock-engine';
 import type { LockRunContext, RunOptions, TryLockOptions } from './lock';
 import { MultiLock } from './multi-lock';
@@ -118,7 +117,6 @@ function release(engine: LockEngine, lock: RunnableLock, keepUntil: number): Pro
     engine.logger.debug(RELEASE_LEFT_TO_SHUTDOWN(String(lock.runName)));
     return Promise.resolve();
   }
-  batchRestOfTick(engine.client);
   let releasing: Promise<void>;
   try {
     const keepMs = keepUntil - Date.now();

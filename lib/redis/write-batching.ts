@@ -57,25 +57,7 @@ export function batchWrites(client: RedisClient): void {
     return;
   }
   if (commandQueue.length === 0 || nextTickIsFake()) return;
-  startBatch(stream);
-}
-
-/** Corks `stream` until the end of this tick, counting the write about to be made as the first. */
-function startBatch(stream: BatchingSocket): void {
   stream.cork();
   stream[batchSize] = 1;
   process.nextTick(flush, stream);
-}
-
-/**
- * Starts a batch on `client` even while it is idle: what is sent in the rest of this tick goes out
- * in one write. For the release `run` sends without waiting for its answer: the caller usually
- * sends its next command in the same tick (the next locked call), and one write for both saves a
- * system call per locked call, which a lone caller (W1) pays in full.
- */
-export function batchRestOfTick(client: RedisClient): void {
-  const { status, stream, commandQueue } = client as unknown as SocketOwner;
-  if (status !== 'ready' || !stream || !commandQueue || (stream[batchSize] ?? 0) > 0 || nextTickIsFake()) return;
-  // The release about to be sent counts as the batch's first write; `batchWrites` adds it.
-  startBatch(stream);
 }
