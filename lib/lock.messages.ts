@@ -92,6 +92,10 @@ const showNames = (name: string | readonly string[]): string =>
 export const LOCK_SKIPPED = (name: string | readonly string[], waitTime: number): string =>
   `Lock ${showNames(name)} is held elsewhere: not acquired within ${waitTime} ms, the work was skipped (skipIfLocked)`;
 
+/** Debug level only: a job that fires while its replica shuts down is left to the other replicas. */
+export const LOCK_SKIPPED_AT_SHUTDOWN = (name: string | readonly string[]): string =>
+  `Lock ${showNames(name)} was not taken: the module is shutting down, the work was skipped (skipIfLocked)`;
+
 export const INVALID_MIN_HOLD_TIME = (value: unknown): string =>
   `minHoldTime must be a finite number of milliseconds >= 0 (got ${show(value)})`;
 

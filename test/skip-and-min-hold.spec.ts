@@ -10,6 +10,7 @@ import {
   LockContext,
   LockModule,
   LockService,
+  LockShutdownError,
   LockTimeoutError,
   LockUnavailableError,
   ReadLock,
@@ -22,7 +23,7 @@ import {
 import type { RedLock } from '../lib/locks/red-lock';
 import { runLocked } from '../lib/locks/run-locked';
 import { LockEngine } from '../lib/runtime/lock-engine';
-import { createLockApp, releasesSettled, waitUntil } from './support/lock-app';
+import { createLockApp, releasesSettled, waitersQueued, waitUntil } from './support/lock-app';
 import { freePort, startRedis, type TestRedis } from './support/redis-server';
 
 const MIN_HOLD = 400;
@@ -114,6 +115,27 @@ class Jobs {
   private ran(id: string) {
     this.runs += 1;
     return `ran ${id}`;
+  }
+}
+
+/** Bound to the app each shutdown test closes (a class is served by one open module at a time). */
+@Injectable()
+class ShutdownJobs {
+  runs = 0;
+
+  @DistributedLock('late-job', { skipIfLocked: true })
+  async skipping() {
+    this.runs += 1;
+  }
+
+  @DistributedSemaphore('late-permits', { permits: 1, skipIfLocked: true })
+  async skippingPermits() {
+    this.runs += 1;
+  }
+
+  @DistributedLock('late-job', { waitTime: 0 })
+  async waiting() {
+    this.runs += 1;
   }
 }
 
@@ -370,6 +392,73 @@ describe('skipIfLocked and minHoldTime', () => {
       }
       await expect(bootstrap(Negative)).rejects.toThrow('@DistributedLock on Negative.job: option "minHoldTime" must be a finite number of milliseconds >= 0 (got -5)');
       await expect(bootstrap(NotBoolean)).rejects.toThrow('@DistributedLock on NotBoolean.job: option "skipIfLocked" must be a boolean (got "yes")');
+    });
+  });
+
+  // A @Cron tick can fire while the app closes (Nest stops the scheduler in the same shutdown phase
+  // as this module, in either order): a call that skips when it cannot lock skips then too.
+  describe('at shutdown', () => {
+    /** Every log call of `moduleRef`'s module, by level, while `work` runs. */
+    async function logged(moduleRef: TestingModule, work: () => Promise<void>): Promise<Record<string, string[]>> {
+      const logger = moduleRef.get(LockEngine).logger;
+      const levels = ['debug', 'log', 'warn', 'error'] as const;
+      const spies = levels.map((level) => jest.spyOn(logger, level).mockImplementation(() => undefined));
+      try {
+        await work();
+        return Object.fromEntries(levels.map((level, i) => [level, spies[i].mock.calls.map((call) => String(call[0]))]));
+      } finally {
+        for (const spy of spies) spy.mockRestore();
+      }
+    }
+
+    it.each(FORMS)('$kind: waiting when the module shuts down, a skipping call resolves undefined (debug only), a waiting one rejects LockShutdownError', async (form) => {
+      const closing = await createLockApp({ redis: redis.url });
+      const name = fresh();
+      const release = await form.holdElsewhere(other, name);
+      const body = jest.fn();
+      try {
+        const skipping = form.run(closing, name, body, { skipIfLocked: true, waitTime: 30_000 });
+        const waiting = form.run(closing, name, body, { waitTime: 30_000 }).catch((error: unknown) => error);
+        await waitersQueued(closing, 2);
+        const logs = await logged(closing, async () => {
+          await closing.close();
+          await expect(skipping).resolves.toBeUndefined();
+          await expect(waiting).resolves.toBeInstanceOf(LockShutdownError);
+        });
+        expect(body).not.toHaveBeenCalled();
+        expect(logs).toMatchObject({ log: [], warn: [], error: [] });
+        expect(logs.debug).toContainEqual(expect.stringContaining('the module is shutting down, the work was skipped (skipIfLocked)'));
+      } finally {
+        await release();
+      }
+    });
+
+    it('a call made once the shutdown began, before the module closed: skipping resolves undefined, waiting rejects LockShutdownError', async () => {
+      const closing = await createLockApp({ redis: redis.url });
+      const locks = closing.get(LockService);
+      await locks.run('warm-up', async () => undefined);
+      const shuttingDown = closing.get(LockEngine).onApplicationShutdown();
+      const body = jest.fn();
+      try {
+        await expect(locks.run(fresh(), body, { skipIfLocked: true })).resolves.toBeUndefined();
+        await expect(closing.get(SemaphoreService).run(fresh(), body, { permits: 1, skipIfLocked: true })).resolves.toBeUndefined();
+        await expect(locks.run(fresh(), body)).rejects.toBeInstanceOf(LockShutdownError);
+        await expect(locks.getLock(fresh()).tryLock()).rejects.toBeInstanceOf(LockShutdownError);
+        expect(body).not.toHaveBeenCalled();
+      } finally {
+        await shuttingDown;
+        await closing.close();
+      }
+    });
+
+    it('a skipping decorated method called after its application closed resolves undefined without running; a waiting one rejects LockShutdownError', async () => {
+      const closing = await createLockApp({ redis: redis.url }, [ShutdownJobs]);
+      const jobs = closing.get(ShutdownJobs);
+      await closing.close();
+      await expect(jobs.skipping()).resolves.toBeUndefined();
+      await expect(jobs.skippingPermits()).resolves.toBeUndefined();
+      await expect(jobs.waiting()).rejects.toBeInstanceOf(LockShutdownError);
+      expect(jobs.runs).toBe(0);
     });
   });
 });

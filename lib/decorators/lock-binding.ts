@@ -1,7 +1,9 @@
+import { Logger } from '@nestjs/common';
 import { LockShutdownError } from '../errors';
 import type { FairLockService } from '../fair-lock.service';
 import type { LockService } from '../lock.service';
 import type { LockRunContext, RunOptions, RunPolicy } from '../locks/lock';
+import { skippedAtShutdown } from '../locks/run-locked';
 import type { ReadWriteLockService } from '../read-write-lock.service';
 import type { SemaphoreRunOptions } from '../semaphores/semaphore';
 import type { SemaphoreService } from '../semaphores/semaphore.service';
@@ -9,6 +11,9 @@ import type { LockMode } from './distributed-lock.options';
 
 /** The lock keys of one call: one name, or several taken together as a multi-lock. */
 export type LockNames = string | readonly string[];
+
+/** The module's own log context, for the calls that arrive once the binding closed. */
+const logger = new Logger('LockModule');
 
 /**
  * The lock services of one LockModule instance, as a decorated method finds them at call time. Each
@@ -31,13 +36,13 @@ export class LockBinding {
     body: (context: LockRunContext) => T | Promise<T>,
     options: SemaphoreRunOptions & RunPolicy,
   ): Promise<T | undefined> {
-    if (this.closed || !this.semaphores) return Promise.reject(new LockShutdownError(name));
+    if (this.closed || !this.semaphores) return this.refuse(name, options);
     return this.semaphores.run(name, body, options);
   }
 
   /** Resolves `undefined` without running `body` when `options.skipIfLocked` skipped a busy lock. */
   run<T>(mode: LockMode, names: LockNames, body: (context: LockRunContext) => T | Promise<T>, options: RunOptions): Promise<T | undefined> {
-    if (this.closed) return Promise.reject(new LockShutdownError(typeof names === 'string' ? names : names.join(',')));
+    if (this.closed) return this.refuse(names, options);
     switch (mode) {
       case 'reentrant':
         return this.locks.run(names, body, options);
@@ -48,5 +53,11 @@ export class LockBinding {
       case 'write':
         return this.readWrite.runWrite(names, body, options);
     }
+  }
+
+  /** A call after the application closed: a shutdown, or a skip for a call that skips when it cannot lock. */
+  private refuse(names: LockNames, options: RunPolicy): Promise<undefined> {
+    if (options.skipIfLocked === true) return Promise.resolve(skippedAtShutdown(logger, names));
+    return Promise.reject(new LockShutdownError(typeof names === 'string' ? names : names.join(',')));
   }
 }

@@ -156,7 +156,8 @@ export class Acquisition<R> implements Sleeper {
   /**
    * Starts an acquisition of `contender` within `waitMs` (Infinity: no limit), after checking its
    * times; resolves with what the contender's `held` returns, or `busyResult` when the lock stayed
-   * busy; rejects with `LockUnavailableError` when the last attempt could not reach Redis. Settles
+   * busy; rejects with `LockUnavailableError` when the last attempt could not reach Redis, with
+   * `LockShutdownError` when the module's shutdown began before or during the wait. Settles
    * by `waitMs` plus at most one `commandTimeout`. Never throws: bad input rejects.
    */
   static start<R>(
@@ -168,6 +169,9 @@ export class Acquisition<R> implements Sleeper {
   ): Promise<R> {
     try {
       checkAcquireTimes(waitMs, options?.leaseTime);
+      // Asked once the shutdown began (a scheduler's tick before the scheduler stopped): the
+      // connection is about to close, and nobody would release a grant.
+      if (contender.engine.shuttingDown) return Promise.reject(new LockShutdownError(contender.name));
       const leaseMs = options?.leaseTime ?? contender.engine.options.watchdogTimeout;
       return new Acquisition<R>(contender, leaseMs, waitMs, busyResult, options, cancellation).settled;
     } catch (error) {

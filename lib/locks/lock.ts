@@ -32,8 +32,9 @@ export interface RunPolicy {
   /**
    * When the lock is not acquired within `waitTime` (default 0 with this option), the body does not
    * run and the call resolves `undefined` instead of throwing `LockTimeoutError`; logged at debug
-   * level, counted as `lock.outcome` = `skipped`. Redis being unreachable still rejects with
-   * `LockUnavailableError`.
+   * level, counted as `lock.outcome` = `skipped`. A call that meets the module's shutdown resolves
+   * `undefined` too (a job's tick fired while the app closes). Redis being unreachable still rejects
+   * with `LockUnavailableError`.
    */
   skipIfLocked?: boolean;
   /**

@@ -1,7 +1,9 @@
-import { LockNotHeldError, LockTimeoutError } from '../errors';
+import type { LoggerService } from '@nestjs/common';
+import { LockNotHeldError, LockShutdownError, LockTimeoutError } from '../errors';
 import {
   INVALID_MIN_HOLD_TIME,
   LOCK_SKIPPED,
+  LOCK_SKIPPED_AT_SHUTDOWN,
   MIN_HOLD_OVER_LEASE,
   RELEASE_FAILED,
   RELEASE_FOUND_NOTHING,
@@ -57,13 +59,30 @@ export function runLocked<T>(
   }
   // A plain promise chain, not an async function, while the acquisition waits: a waiting caller
   // keeps no suspended frame of its own here (thousands of waiters in one process add up).
-  return acquiring.then((acquired) => {
-    if (acquired) return runHeld(engine, lock, fn, minHoldTime ? Date.now() + minHoldTime : 0);
-    if (!skip) throw new LockTimeoutError(lock.runName, waitTime);
-    // Someone else is doing the work: expected on every replica but one, so never above debug.
-    engine.logger.debug(LOCK_SKIPPED(lock.runName, waitTime));
-    return undefined;
-  });
+  return acquiring.then(
+    (acquired) => {
+      if (acquired) return runHeld(engine, lock, fn, minHoldTime ? Date.now() + minHoldTime : 0);
+      if (!skip) throw new LockTimeoutError(lock.runName, waitTime);
+      // Someone else is doing the work: expected on every replica but one, so never above debug.
+      engine.logger.debug(LOCK_SKIPPED(lock.runName, waitTime));
+      return undefined;
+    },
+    (error: unknown) => {
+      if (!skip || !(error instanceof LockShutdownError)) throw error;
+      skippedAtShutdown(engine.logger, lock.runName);
+      return undefined;
+    },
+  );
+}
+
+/**
+ * A skipping call that meets the shutdown (a `@Cron` tick that fires while the app closes: Nest
+ * stops the scheduler only after, or alongside, this module) does not run and is no error: this
+ * replica is leaving, another one does the work. Without `skipIfLocked` it stays `LockShutdownError`.
+ */
+export function skippedAtShutdown(logger: Pick<LoggerService, 'debug'>, name: string | readonly string[]): undefined {
+  logger.debug?.(LOCK_SKIPPED_AT_SHUTDOWN(name));
+  return undefined;
 }
 
 /**
