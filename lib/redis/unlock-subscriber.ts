@@ -165,7 +165,7 @@ export class UnlockSubscriber {
   }
 
   private startSubscription(channel: string, seats: ChannelSeats): Promise<boolean> {
-    const pending = this.subscribe(channel).then(
+    const pending = this.subscribe(channel, seats).then(
       () => {
         seats.active = true;
         return true;
@@ -210,8 +210,12 @@ export class UnlockSubscriber {
     waiter?.wake();
   }
 
-  private async subscribe(channel: string): Promise<void> {
+  private async subscribe(channel: string, seats: ChannelSeats): Promise<void> {
     await this.whenReady();
+    // Every seat left while the connection was coming up (a waiter got the lock through the command
+    // connection first, after a reconnect): its UNSUBSCRIBE went out from ioredis's offline queue
+    // before 'ready' fired, so subscribing now would leave a channel that nobody ever unsubscribes.
+    if (this.channels.get(channel) !== seats) return;
     const connection = this.connection as RedisClient & { ssubscribe(channel: string): Promise<unknown> };
     await (this.sharded ? connection.ssubscribe(channel) : connection.subscribe(channel));
   }

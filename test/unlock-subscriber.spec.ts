@@ -1,0 +1,66 @@
+import { once } from 'node:events';
+import Redis from 'ioredis';
+import { UnlockSubscriber } from '../lib/redis/unlock-subscriber';
+import { waitFor } from './support/wait-for';
+import { startRedis, type TestRedis } from './support/redis-server';
+
+/**
+ * The subscriber connection against a real Redis, where its subscriptions meet ioredis's
+ * connection states: what the server ends up subscribed to is what the seats say.
+ */
+describe('UnlockSubscriber on a real connection', () => {
+  let redis: TestRedis;
+  let admin: Redis;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    admin = redis.client();
+  });
+
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  /** The server's subscribed channels once everything `connection` sent before now was answered. */
+  async function serverChannels(connection: Redis): Promise<string[]> {
+    await connection.ping();
+    return ((await admin.pubsub('CHANNELS')) as string[]).sort();
+  }
+
+  it('a seat left while the connection was still coming up leaves no subscription on the server once it is ready', async () => {
+    const connection = new Redis(redis.url, { lazyConnect: true });
+    const subscriber = new UnlockSubscriber(connection, false);
+    try {
+      const kept = subscriber.seat('kept-channel');
+      const left = subscriber.seat('left-channel'); // both subscriptions wait for 'ready'
+      subscriber.leave(left);
+      await once(connection, 'ready');
+      await waitFor(() => subscriber.subscribed(kept, 0), { what: 'the kept seat subscribed' });
+      expect(await serverChannels(connection)).toEqual(['kept-channel']);
+      subscriber.leave(kept);
+      expect(await serverChannels(connection)).toEqual([]);
+    } finally {
+      connection.disconnect();
+    }
+  });
+
+  it('after a reconnect: a seat taken and left while the connection was down leaves nothing subscribed, a seat kept is subscribed again', async () => {
+    const connection = new Redis(redis.url, { lazyConnect: true, connectionName: 'subscriber-under-test' });
+    const subscriber = new UnlockSubscriber(connection, false);
+    try {
+      const kept = subscriber.seat('kept-across');
+      expect(await subscriber.subscribed(kept, 5_000)).toBe(true);
+      const closed = once(connection, 'close');
+      await admin.client('KILL', 'SKIPME', 'yes', 'TYPE', 'pubsub');
+      await closed;
+      expect(connection.status).not.toBe('ready');
+      const left = subscriber.seat('left-while-down');
+      subscriber.leave(left);
+      await once(connection, 'ready');
+      await waitFor(async () => (await serverChannels(connection)).includes('kept-across'), { what: 'the kept channel subscribed again' });
+      expect(await serverChannels(connection)).toEqual(['kept-across']);
+    } finally {
+      connection.disconnect();
+    }
+  });
+});
