@@ -1,8 +1,9 @@
 import { once } from 'node:events';
 import Redis from 'ioredis';
 import { UnlockSubscriber } from '../lib/redis/unlock-subscriber';
-import { waitFor } from './support/wait-for';
 import { startRedis, type TestRedis } from './support/redis-server';
+import { RestartableRedis } from './support/restartable-redis';
+import { waitFor } from './support/wait-for';
 
 /**
  * The subscriber connection against a real Redis, where its subscriptions meet ioredis's
@@ -61,6 +62,40 @@ describe('UnlockSubscriber on a real connection', () => {
       expect(await serverChannels(connection)).toEqual(['kept-across']);
     } finally {
       connection.disconnect();
+    }
+  });
+
+  it('an UNSUBSCRIBE that ioredis gave up on during an outage is sent again once the server is back', async () => {
+    const server = await RestartableRedis.start();
+    // maxRetriesPerRequest 0: ioredis fails a queued command at the first failed reconnection (the
+    // default, 20, fails it after about ten seconds down).
+    const connection = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+    const subscriber = new UnlockSubscriber(connection, false);
+    try {
+      const left = subscriber.seat('left-in-outage');
+      const kept = subscriber.seat('kept-in-outage');
+      expect(await subscriber.subscribed(left, 5_000)).toBe(true);
+      expect(await subscriber.subscribed(kept, 5_000)).toBe(true);
+      await server.kill();
+      await waitFor(() => connection.status === 'reconnecting', { what: 'the connection reconnecting' });
+      subscriber.leave(left); // UNSUBSCRIBE queued while down
+      // Two failed reconnections: the queued UNSUBSCRIBE has been failed by then (events.once would
+      // reject on the 'error' each failed attempt emits).
+      const reconnecting = () => new Promise((resolve) => connection.once('reconnecting', resolve));
+      await reconnecting();
+      await reconnecting();
+      await server.restart();
+      await once(connection, 'ready');
+      const channels = async () => {
+        await connection.ping();
+        return ((await server.client().pubsub('CHANNELS')) as string[]).sort();
+      };
+      // ioredis subscribes both again by itself; the left one must be dropped after.
+      await waitFor(async () => (await channels()).length === 1, { what: 'one channel subscribed', timeoutMs: 5_000 }).catch(() => undefined);
+      expect(await channels()).toEqual(['kept-in-outage']);
+    } finally {
+      connection.disconnect();
+      await server.dispose();
     }
   });
 });

@@ -40,6 +40,11 @@ export class UnlockSubscriber {
   private readonly channels = new Map<string, ChannelSeats>();
   private ready: Promise<void> | undefined;
   private closedWith: Error | undefined;
+  /**
+   * Channels whose UNSUBSCRIBE failed (ioredis gave up on it during a long outage). ioredis
+   * subscribes them again after the reconnect, so they are unsubscribed then.
+   */
+  private readonly unsubscribeWhenReady = new Set<string>();
 
   constructor(
     private readonly connection: RedisClient,
@@ -53,7 +58,10 @@ export class UnlockSubscriber {
     connection.on('error', (error: Error) => this.logger.debug?.(CONNECTION_ERROR_DEBUG('subscriber', error.message)));
     // Back from a disconnection, unlock messages may have been missed (or Redis restarted empty):
     // every waiter retries now instead of sleeping out its lock's TTL.
-    connection.on('ready', () => this.wakeAll());
+    connection.on('ready', () => {
+      this.unsubscribeLeftovers();
+      this.wakeAll();
+    });
     if (isCluster(connection)) {
       // A shard that stops serving a channel (its slot moved: Redis drops the subscription with an
       // unrequested SUNSUBSCRIBE, which ioredis reports as a node error) is re-subscribed on the
@@ -222,9 +230,17 @@ export class UnlockSubscriber {
 
   private unsubscribe(channel: string): void {
     const connection = this.connection as RedisClient & { sunsubscribe(channel: string): Promise<unknown> };
-    (this.sharded ? connection.sunsubscribe(channel) : connection.unsubscribe(channel)).catch((error: Error) =>
-      this.logger.debug?.(CONNECTION_ERROR_DEBUG(`unsubscribe ${channel}`, error.message)),
-    );
+    (this.sharded ? connection.sunsubscribe(channel) : connection.unsubscribe(channel)).catch((error: Error) => {
+      this.logger.debug?.(CONNECTION_ERROR_DEBUG(`unsubscribe ${channel}`, error.message));
+      if (!this.closedWith) this.unsubscribeWhenReady.add(channel);
+    });
+  }
+
+  /** Back from a reconnect: the channels ioredis subscribed again although nobody waits on them. */
+  private unsubscribeLeftovers(): void {
+    const channels = [...this.unsubscribeWhenReady].filter((channel) => !this.channels.has(channel));
+    this.unsubscribeWhenReady.clear();
+    for (const channel of channels) this.unsubscribe(channel);
   }
 
   /** ioredis rejects SUBSCRIBE during its connection handshake: wait for 'ready' first. */
