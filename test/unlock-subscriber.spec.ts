@@ -65,6 +65,31 @@ describe('UnlockSubscriber on a real connection', () => {
     }
   });
 
+  it('a seat left during the reconnection handshake leaves nothing subscribed once ioredis re-subscribed what it had', async () => {
+    const connection = new Redis(redis.url, { lazyConnect: true, connectionName: 'subscriber-in-handshake' });
+    const subscriber = new UnlockSubscriber(connection, false);
+    try {
+      const left = subscriber.seat('left-in-handshake');
+      const kept = subscriber.seat('kept-through-handshake');
+      expect(await subscriber.subscribed(left, 5_000)).toBe(true);
+      expect(await subscriber.subscribed(kept, 5_000)).toBe(true);
+      await admin.client('KILL', 'SKIPME', 'yes', 'TYPE', 'pubsub');
+      // 'connect': the socket is open and ioredis's ready check is on its way; 'ready' comes after.
+      const leftInHandshake = new Promise<string>((resolve) =>
+        connection.once('connect', () => {
+          subscriber.leave(left);
+          resolve(connection.status);
+        }),
+      );
+      expect(await leftInHandshake).toBe('connect');
+      await once(connection, 'ready');
+      await waitFor(async () => (await serverChannels(connection)).length === 1, { what: 'one channel subscribed', timeoutMs: 5_000 }).catch(() => undefined);
+      expect(await serverChannels(connection)).toEqual(['kept-through-handshake']);
+    } finally {
+      connection.disconnect();
+    }
+  });
+
   it('an UNSUBSCRIBE that ioredis gave up on during an outage is sent again once the server is back', async () => {
     const server = await RestartableRedis.start();
     // maxRetriesPerRequest 0: ioredis fails a queued command at the first failed reconnection (the

@@ -41,8 +41,8 @@ export class UnlockSubscriber {
   private ready: Promise<void> | undefined;
   private closedWith: Error | undefined;
   /**
-   * Channels whose UNSUBSCRIBE failed (ioredis gave up on it during a long outage). ioredis
-   * subscribes them again after the reconnect, so they are unsubscribed then.
+   * Channels to unsubscribe once the connection is ready again: left while it was not, or whose
+   * UNSUBSCRIBE failed (ioredis gave up on it during a long outage). See `unsubscribe`.
    */
   private readonly unsubscribeWhenReady = new Set<string>();
 
@@ -228,7 +228,17 @@ export class UnlockSubscriber {
     await (this.sharded ? connection.ssubscribe(channel) : connection.subscribe(channel));
   }
 
+  /**
+   * Not before 'ready': after a reconnect ioredis subscribes the channels it had again just before
+   * it emits 'ready', but it writes an UNSUBSCRIBE at once while the connection is still in its
+   * handshake (the command may run while Redis loads). An UNSUBSCRIBE sent then would run first and
+   * the channel stay subscribed with nobody waiting on it.
+   */
   private unsubscribe(channel: string): void {
+    if (this.connection.status !== 'ready') {
+      this.unsubscribeWhenReady.add(channel);
+      return;
+    }
     const connection = this.connection as RedisClient & { sunsubscribe(channel: string): Promise<unknown> };
     (this.sharded ? connection.sunsubscribe(channel) : connection.unsubscribe(channel)).catch((error: Error) => {
       this.logger.debug?.(CONNECTION_ERROR_DEBUG(`unsubscribe ${channel}`, error.message));
