@@ -221,8 +221,8 @@ export class UnlockSubscriber {
   private async subscribe(channel: string, seats: ChannelSeats): Promise<void> {
     await this.whenReady();
     // Every seat left while the connection was coming up (a waiter got the lock through the command
-    // connection first, after a reconnect): its UNSUBSCRIBE went out from ioredis's offline queue
-    // before 'ready' fired, so subscribing now would leave a channel that nobody ever unsubscribes.
+    // connection first, after a reconnect): its UNSUBSCRIBE went out at 'ready' just before this,
+    // so subscribing now would leave a channel that nobody ever unsubscribes.
     if (this.channels.get(channel) !== seats) return;
     const connection = this.connection as RedisClient & { ssubscribe(channel: string): Promise<unknown> };
     await (this.sharded ? connection.ssubscribe(channel) : connection.subscribe(channel));
