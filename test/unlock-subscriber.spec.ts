@@ -1,8 +1,9 @@
 import { once } from 'node:events';
 import Redis from 'ioredis';
 import { UnlockSubscriber } from '../lib/redis/unlock-subscriber';
+import type { Waiter } from '../lib/redis/waiter';
 import { startRedis, type TestRedis } from './support/redis-server';
-import { RestartableRedis } from './support/restartable-redis';
+import { ReplyDroppingProxy } from './support/reply-dropping-proxy';
 import { waitFor } from './support/wait-for';
 
 /**
@@ -28,6 +29,13 @@ describe('UnlockSubscriber on a real connection', () => {
     return ((await admin.pubsub('CHANNELS')) as string[]).sort();
   }
 
+  /** Seats on each channel, once each subscription took. */
+  async function subscribedSeats(subscriber: UnlockSubscriber, ...channels: string[]): Promise<Waiter[]> {
+    const seats = channels.map((channel) => subscriber.seat(channel));
+    for (const seat of seats) expect(await subscriber.subscribed(seat, 5_000)).toBe(true);
+    return seats;
+  }
+
   it('a seat left while the connection was still coming up leaves no subscription on the server once it is ready', async () => {
     const connection = new Redis(redis.url, { lazyConnect: true });
     const subscriber = new UnlockSubscriber(connection, false);
@@ -49,8 +57,7 @@ describe('UnlockSubscriber on a real connection', () => {
     const connection = new Redis(redis.url, { lazyConnect: true, connectionName: 'subscriber-under-test' });
     const subscriber = new UnlockSubscriber(connection, false);
     try {
-      const kept = subscriber.seat('kept-across');
-      expect(await subscriber.subscribed(kept, 5_000)).toBe(true);
+      await subscribedSeats(subscriber, 'kept-across');
       const closed = once(connection, 'close');
       await admin.client('KILL', 'SKIPME', 'yes', 'TYPE', 'pubsub');
       await closed;
@@ -69,10 +76,7 @@ describe('UnlockSubscriber on a real connection', () => {
     const connection = new Redis(redis.url, { lazyConnect: true, connectionName: 'subscriber-in-handshake' });
     const subscriber = new UnlockSubscriber(connection, false);
     try {
-      const left = subscriber.seat('left-in-handshake');
-      const kept = subscriber.seat('kept-through-handshake');
-      expect(await subscriber.subscribed(left, 5_000)).toBe(true);
-      expect(await subscriber.subscribed(kept, 5_000)).toBe(true);
+      const [left] = await subscribedSeats(subscriber, 'left-in-handshake', 'kept-through-handshake');
       await admin.client('KILL', 'SKIPME', 'yes', 'TYPE', 'pubsub');
       // 'connect': the socket is open and ioredis's ready check is on its way; 'ready' comes after.
       const leftInHandshake = new Promise<string>((resolve) =>
@@ -90,37 +94,26 @@ describe('UnlockSubscriber on a real connection', () => {
     }
   });
 
-  it('an UNSUBSCRIBE that ioredis gave up on during an outage is sent again once the server is back', async () => {
-    const server = await RestartableRedis.start();
-    // maxRetriesPerRequest 0: ioredis fails a queued command at the first failed reconnection (the
-    // default, 20, fails it after about ten seconds down).
-    const connection = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+  it('an UNSUBSCRIBE that ioredis failed (no answer before the connection dropped) is sent again once it is back', async () => {
+    const proxy = await ReplyDroppingProxy.start(redis.port);
+    // maxRetriesPerRequest 0: ioredis fails a command still unanswered when the connection drops
+    // (the default, 20, fails it after about ten seconds of failed reconnections).
+    const connection = new Redis(proxy.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
     const subscriber = new UnlockSubscriber(connection, false);
     try {
-      const left = subscriber.seat('left-in-outage');
-      const kept = subscriber.seat('kept-in-outage');
-      expect(await subscriber.subscribed(left, 5_000)).toBe(true);
-      expect(await subscriber.subscribed(kept, 5_000)).toBe(true);
-      await server.kill();
-      await waitFor(() => connection.status === 'reconnecting', { what: 'the connection reconnecting' });
-      subscriber.leave(left); // UNSUBSCRIBE queued while down
-      // Two failed reconnections: the queued UNSUBSCRIBE has been failed by then (events.once would
-      // reject on the 'error' each failed attempt emits).
-      const reconnecting = () => new Promise((resolve) => connection.once('reconnecting', resolve));
-      await reconnecting();
-      await reconnecting();
-      await server.restart();
+      const [left] = await subscribedSeats(subscriber, 'left-unanswered', 'kept-unanswered');
+      proxy.dropReplies = true;
+      subscriber.leave(left); // Redis runs the UNSUBSCRIBE; its answer is lost
+      await waitFor(async () => !((await admin.pubsub('CHANNELS')) as string[]).includes('left-unanswered'), { what: 'the UNSUBSCRIBE run' });
+      proxy.dropReplies = false;
+      proxy.resetConnections();
       await once(connection, 'ready');
-      const channels = async () => {
-        await connection.ping();
-        return ((await server.client().pubsub('CHANNELS')) as string[]).sort();
-      };
-      // ioredis subscribes both again by itself; the left one must be dropped after.
-      await waitFor(async () => (await channels()).length === 1, { what: 'one channel subscribed', timeoutMs: 5_000 }).catch(() => undefined);
-      expect(await channels()).toEqual(['kept-in-outage']);
+      // ioredis subscribes both again by itself (it never saw the UNSUBSCRIBE answered).
+      await waitFor(async () => (await serverChannels(connection)).length === 1, { what: 'one channel subscribed', timeoutMs: 5_000 }).catch(() => undefined);
+      expect(await serverChannels(connection)).toEqual(['kept-unanswered']);
     } finally {
       connection.disconnect();
-      await server.dispose();
+      await proxy.close();
     }
   });
 });
