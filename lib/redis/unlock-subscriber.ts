@@ -86,6 +86,14 @@ export class UnlockSubscriber {
     return count;
   }
 
+  /** Local callers asleep on `channel` (or any channel) between two attempts. */
+  sleepingCount(channel?: string): number {
+    let count = 0;
+    const all = channel === undefined ? [...this.channels.values()] : [this.channels.get(channel)];
+    for (const seats of all) for (let waiter = seats?.head; waiter; waiter = waiter.next) if (waiter.sleeping) count += 1;
+    return count;
+  }
+
   /** True while some local caller waits on `channel`. */
   hasWaiters(channel: string): boolean {
     return this.channels.has(channel);

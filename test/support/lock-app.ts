@@ -31,10 +31,13 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
   return { promise, resolve };
 }
 
-/** Resolves once `count` callers of this module wait on its subscriber (subscribed, between attempts). */
+/**
+ * Resolves once `count` callers of this module wait on its subscriber, each asleep between two
+ * attempts: a caller only seated may still make the attempt that follows its subscription.
+ */
 export function waitersQueued(moduleRef: TestingModule, count = 1, channel?: string): Promise<void> {
   const subscriber = moduleRef.get(LockEngine).subscriber;
-  return waitFor(() => subscriber.waiterCount(channel) >= count, { what: `${count} local waiter(s) on ${channel ?? 'any channel'}` });
+  return waitFor(() => subscriber.sleepingCount(channel) >= count, { what: `${count} local waiter(s) asleep on ${channel ?? 'any channel'}` });
 }
 
 /**
