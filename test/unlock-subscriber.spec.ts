@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import Redis from 'ioredis';
+import Redis, { type RedisOptions } from 'ioredis';
 import { UnlockSubscriber } from '../lib/redis/unlock-subscriber';
 import type { Waiter } from '../lib/redis/waiter';
 import { startRedis, type TestRedis } from './support/redis-server';
@@ -29,6 +29,20 @@ describe('UnlockSubscriber on a real connection', () => {
     return ((await admin.pubsub('CHANNELS')) as string[]).sort();
   }
 
+  /** A subscriber on a lazy connection of its own to `url`, closed after `test`. */
+  async function withSubscriber(
+    url: string,
+    options: RedisOptions,
+    test: (subscriber: UnlockSubscriber, connection: Redis) => Promise<void>,
+  ): Promise<void> {
+    const connection = new Redis(url, { ...options, lazyConnect: true });
+    try {
+      await test(new UnlockSubscriber(connection, false), connection);
+    } finally {
+      connection.disconnect();
+    }
+  }
+
   /** Seats on each channel, once each subscription took. */
   async function subscribedSeats(subscriber: UnlockSubscriber, ...channels: string[]): Promise<Waiter[]> {
     const seats = channels.map((channel) => subscriber.seat(channel));
@@ -37,9 +51,7 @@ describe('UnlockSubscriber on a real connection', () => {
   }
 
   it('a seat left while the connection was still coming up leaves no subscription on the server once it is ready', async () => {
-    const connection = new Redis(redis.url, { lazyConnect: true });
-    const subscriber = new UnlockSubscriber(connection, false);
-    try {
+    await withSubscriber(redis.url, {}, async (subscriber, connection) => {
       const kept = subscriber.seat('kept-channel');
       const left = subscriber.seat('left-channel'); // both subscriptions wait for 'ready'
       subscriber.leave(left);
@@ -48,15 +60,11 @@ describe('UnlockSubscriber on a real connection', () => {
       expect(await serverChannels(connection)).toEqual(['kept-channel']);
       subscriber.leave(kept);
       expect(await serverChannels(connection)).toEqual([]);
-    } finally {
-      connection.disconnect();
-    }
+    });
   });
 
   it('after a reconnect: a seat taken and left while the connection was down leaves nothing subscribed, a seat kept is subscribed again', async () => {
-    const connection = new Redis(redis.url, { lazyConnect: true, connectionName: 'subscriber-under-test' });
-    const subscriber = new UnlockSubscriber(connection, false);
-    try {
+    await withSubscriber(redis.url, { connectionName: 'subscriber-under-test' }, async (subscriber, connection) => {
       await subscribedSeats(subscriber, 'kept-across');
       const closed = once(connection, 'close');
       await admin.client('KILL', 'SKIPME', 'yes', 'TYPE', 'pubsub');
@@ -67,15 +75,11 @@ describe('UnlockSubscriber on a real connection', () => {
       await once(connection, 'ready');
       await waitFor(async () => (await serverChannels(connection)).includes('kept-across'), { what: 'the kept channel subscribed again' });
       expect(await serverChannels(connection)).toEqual(['kept-across']);
-    } finally {
-      connection.disconnect();
-    }
+    });
   });
 
   it('a seat left during the reconnection handshake leaves nothing subscribed once ioredis re-subscribed what it had', async () => {
-    const connection = new Redis(redis.url, { lazyConnect: true, connectionName: 'subscriber-in-handshake' });
-    const subscriber = new UnlockSubscriber(connection, false);
-    try {
+    await withSubscriber(redis.url, { connectionName: 'subscriber-in-handshake' }, async (subscriber, connection) => {
       const [left] = await subscribedSeats(subscriber, 'left-in-handshake', 'kept-through-handshake');
       await admin.client('KILL', 'SKIPME', 'yes', 'TYPE', 'pubsub');
       // 'connect': the socket is open and ioredis's ready check is on its way; 'ready' comes after.
@@ -89,30 +93,27 @@ describe('UnlockSubscriber on a real connection', () => {
       await once(connection, 'ready');
       await waitFor(async () => (await serverChannels(connection)).length === 1, { what: 'one channel subscribed', timeoutMs: 5_000 }).catch(() => undefined);
       expect(await serverChannels(connection)).toEqual(['kept-through-handshake']);
-    } finally {
-      connection.disconnect();
-    }
+    });
   });
 
   it('an UNSUBSCRIBE that ioredis failed (no answer before the connection dropped) is sent again once it is back', async () => {
     const proxy = await ReplyDroppingProxy.start(redis.port);
     // maxRetriesPerRequest 0: ioredis fails a command still unanswered when the connection drops
     // (the default, 20, fails it after about ten seconds of failed reconnections).
-    const connection = new Redis(proxy.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-    const subscriber = new UnlockSubscriber(connection, false);
     try {
-      const [left] = await subscribedSeats(subscriber, 'left-unanswered', 'kept-unanswered');
-      proxy.dropReplies = true;
-      subscriber.leave(left); // Redis runs the UNSUBSCRIBE; its answer is lost
-      await waitFor(async () => !((await admin.pubsub('CHANNELS')) as string[]).includes('left-unanswered'), { what: 'the UNSUBSCRIBE run' });
-      proxy.dropReplies = false;
-      proxy.resetConnections();
-      await once(connection, 'ready');
-      // ioredis subscribes both again by itself (it never saw the UNSUBSCRIBE answered).
-      await waitFor(async () => (await serverChannels(connection)).length === 1, { what: 'one channel subscribed', timeoutMs: 5_000 }).catch(() => undefined);
-      expect(await serverChannels(connection)).toEqual(['kept-unanswered']);
+      await withSubscriber(proxy.url, { maxRetriesPerRequest: 0 }, async (subscriber, connection) => {
+        const [left] = await subscribedSeats(subscriber, 'left-unanswered', 'kept-unanswered');
+        proxy.dropReplies = true;
+        subscriber.leave(left); // Redis runs the UNSUBSCRIBE; its answer is lost
+        await waitFor(async () => !((await admin.pubsub('CHANNELS')) as string[]).includes('left-unanswered'), { what: 'the UNSUBSCRIBE run' });
+        proxy.dropReplies = false;
+        proxy.resetConnections();
+        await once(connection, 'ready');
+        // ioredis subscribes both again by itself (it never saw the UNSUBSCRIBE answered).
+        await waitFor(async () => (await serverChannels(connection)).length === 1, { what: 'one channel subscribed', timeoutMs: 5_000 }).catch(() => undefined);
+        expect(await serverChannels(connection)).toEqual(['kept-unanswered']);
+      });
     } finally {
-      connection.disconnect();
       await proxy.close();
     }
   });
