@@ -27,7 +27,7 @@ export class LockBinding {
     private readonly locks: LockService,
     private readonly fair: FairLockService,
     private readonly readWrite: ReadWriteLockService,
-    private readonly semaphores?: SemaphoreService,
+    private readonly semaphores: SemaphoreService,
   ) {}
 
   /** `@DistributedSemaphore`: takes permits of the semaphore `name` around `body`. */
@@ -36,7 +36,7 @@ export class LockBinding {
     body: (context: LockRunContext) => T | Promise<T>,
     options: SemaphoreRunOptions & RunPolicy,
   ): Promise<T | undefined> {
-    if (this.closed || !this.semaphores) return this.refuse(name, options);
+    if (this.closed) return this.refuse(name, options);
     return this.semaphores.run(name, body, options);
   }
 
