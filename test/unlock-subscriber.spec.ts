@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { once } from 'node:events';
 import Redis, { type RedisOptions } from 'ioredis';
 import { UnlockSubscriber } from '../lib/redis/unlock-subscriber';
@@ -15,11 +16,14 @@ describe('UnlockSubscriber on a real connection', () => {
   let admin: Redis;
 
   beforeAll(async () => {
+    // The subscriber logs a failed UNSUBSCRIBE at debug level; no application here sets a logger.
+    Logger.overrideLogger(false);
     redis = await startRedis();
     admin = redis.client();
   });
 
   afterAll(async () => {
+    Logger.overrideLogger(true);
     await redis?.stop();
   });
 
