@@ -6,6 +6,7 @@ import type { LockModuleOptions } from '../lock.options';
 import { LOCK_ENGINE_SEAM, type EngineSeam } from '../runtime/engine-seam';
 import { AcquisitionLog } from './acquisition-log';
 import { LockTestingControls } from './lock-testing-controls';
+import { loadFengari } from './lua-runner';
 import { SimulatedNetwork } from './simulated-network';
 
 /**
@@ -55,10 +56,12 @@ function withKit(base: DynamicModule): DynamicModule {
  */
 export class LockTestingModule extends LockModule {
   static forRoot(options: LockTestingModuleOptions = {}): DynamicModule {
+    loadFengari();
     return withKit(super.forRoot(options));
   }
 
   static forRootAsync(options: typeof LOCK_MODULE_ASYNC_OPTIONS_TYPE): DynamicModule {
+    loadFengari();
     return withKit(super.forRootAsync(options));
   }
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ReplyError } from 'ioredis';
 import { StatusReply, type Reply } from './keyspace';
+import { TESTING_KIT_NEEDS_FENGARI } from '../lock.messages';
 
 /** The few parts of `fengari` (Lua 5.3 in JavaScript) used here; the package ships no types. */
 interface LuaState {
@@ -50,10 +51,19 @@ interface Fengari {
 
 let fengari: Fengari | undefined;
 
-/** Loaded on first use: only the testing subpath needs a Lua interpreter. */
-function loadFengari(): Fengari {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  fengari ??= require('fengari') as Fengari;
+/**
+ * Loaded on first use: only the testing subpath needs a Lua interpreter, and `fengari` is an optional
+ * peer dependency (production installs do not carry it), so a missing one is named.
+ */
+export function loadFengari(): Fengari {
+  if (fengari) return fengari;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    fengari = require('fengari') as Fengari;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') throw new Error(TESTING_KIT_NEEDS_FENGARI, { cause: error });
+    throw error;
+  }
   return fengari;
 }
 
