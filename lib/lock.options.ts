@@ -48,6 +48,12 @@ export interface LockModuleOptions {
    */
   commandTimeout?: number;
   /**
+   * How long application shutdown waits for bodies running under a lock, in ms. Default 10000.
+   * Shutdown first aborts their `signal` with `LockShutdownError`, keeps their locks renewed while
+   * they finish, and releases what is still held after this time.
+   */
+  shutdownTimeout?: number;
+  /**
    * This module instance's name in `inspect` and `list` (with its host, pid and start time).
    * Default: the `name` of the package.json in the working directory, else `host:pid`.
    */
@@ -71,6 +77,7 @@ export interface ResolvedLockOptions {
   readonly syncReplicas: number;
   readonly syncReplicasTimeout: number;
   readonly commandTimeout: number;
+  readonly shutdownTimeout: number;
   readonly clientName: string;
   readonly telemetryLockNames: boolean;
 }
@@ -84,6 +91,7 @@ export const LOCK_OPTION_DEFAULTS = {
   syncReplicas: 0,
   syncReplicasTimeout: 1_000,
   commandTimeout: 3_000,
+  shutdownTimeout: 10_000,
 } as const;
 
 const KNOWN_OPTIONS = [
@@ -96,6 +104,7 @@ const KNOWN_OPTIONS = [
   'syncReplicas',
   'syncReplicasTimeout',
   'commandTimeout',
+  'shutdownTimeout',
   'clientName',
   'telemetryLockNames',
   'isGlobal',
@@ -204,6 +213,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     syncReplicas: checkCount('syncReplicas', pick('syncReplicas')),
     syncReplicasTimeout: checkMs('syncReplicasTimeout', pick('syncReplicasTimeout'), 1),
     commandTimeout: checkMs('commandTimeout', pick('commandTimeout'), 1),
+    shutdownTimeout: checkMs('shutdownTimeout', pick('shutdownTimeout'), 0),
     clientName: (raw.clientName as string | undefined) ?? defaultClientName(),
     telemetryLockNames: (raw.telemetryLockNames as boolean | undefined) ?? false,
   };

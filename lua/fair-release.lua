@@ -4,29 +4,27 @@
 -- KEYS[3]  waiter deadlines (sorted set, server clock)
 -- KEYS[4]  release record: the outcome of this request, kept for ARGV[3] ms so that a resent
 --          release returns its first answer instead of "not held"
--- ARGV[1]  lease in ms, re-armed while holds remain
--- ARGV[2]  owner id
--- ARGV[3]  how long to keep the release record, in ms
--- ARGV[4]  publish command: 'publish', or 'spublish' on a cluster
--- ARGV[5]  prefix of a waiter's own channel (the waiter's owner id follows it)
--- ARGV[6]  the lock's shared channel, for plain-lock waiters when nobody is in line
--- ARGV[7]  unlock message
--- ARGV[8]  '' for a plain release; an acquire request id to release only the hold that request
+-- ARGV[1]  owner id
+-- ARGV[2]  how long to keep the release record, in ms
+-- ARGV[3]  publish command: 'publish', or 'spublish' on a cluster
+-- ARGV[4]  prefix of a waiter's own channel (the waiter's owner id follows it)
+-- ARGV[5]  the lock's shared channel, for plain-lock waiters when nobody is in line
+-- ARGV[6]  unlock message
+-- ARGV[7]  '' for a plain release; an acquire request id to release only the hold that request
 --          granted (see reentrant-release.lua)
 -- Returns  nil when the owner does not hold the lock (or that request granted nothing),
---          0 when holds remain, 1 when released
+--          0 when holds remain (the lease is left as it is: see reentrant-release.lua), 1 when released
 local lockKey = KEYS[1]
 local lineKey = KEYS[2]
 local deadlinesKey = KEYS[3]
 local recordKey = KEYS[4]
-local leaseMs = ARGV[1]
-local ownerId = ARGV[2]
-local recordTtlMs = ARGV[3]
-local publishCommand = ARGV[4]
-local waiterChannelPrefix = ARGV[5]
-local sharedChannel = ARGV[6]
-local unlockMessage = ARGV[7]
-local grantedBy = ARGV[8]
+local ownerId = ARGV[1]
+local recordTtlMs = ARGV[2]
+local publishCommand = ARGV[3]
+local waiterChannelPrefix = ARGV[4]
+local sharedChannel = ARGV[5]
+local unlockMessage = ARGV[6]
+local grantedBy = ARGV[7]
 local requestField = ownerId .. ':rq'
 local holdKey = lockKey
 
@@ -37,7 +35,6 @@ end
 
 local outcome
 if redis.call('hincrby', lockKey, ownerId, -1) > 0 then
-  redis.call('pexpire', lockKey, leaseMs)
   outcome = 0
 else
   redis.call('del', lockKey)

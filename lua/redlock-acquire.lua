@@ -18,7 +18,10 @@ local ownerId = ARGV[2]
 local fenceMemoryMs = ARGV[3]
 
 if redis.call('hexists', lockKey, ownerId) == 1 then
-  redis.call('pexpire', lockKey, leaseMs)
+  -- A re-entry never shortens the lease another hold of the owner was granted.
+  if redis.call('pttl', lockKey) < tonumber(leaseMs) then
+    redis.call('pexpire', lockKey, leaseMs)
+  end
   return { tonumber(redis.call('hget', lockKey, 'fence')) or 0 }
 end
 if redis.call('exists', lockKey) == 0 then

@@ -3,24 +3,23 @@
 -- KEYS[2]  unlock channel
 -- KEYS[3]  release record: the outcome of this request, kept for ARGV[3] ms so that a resent
 --          release returns its first answer instead of "not held"
--- ARGV[1]  lease in ms, re-armed while holds remain
--- ARGV[2]  owner id
--- ARGV[3]  how long to keep the release record, in ms
--- ARGV[4]  publish command: 'publish', or 'spublish' on a cluster
--- ARGV[5]  unlock message
--- ARGV[6]  '' for a plain release; an acquire request id to release only the hold that request
+-- ARGV[1]  owner id
+-- ARGV[2]  how long to keep the release record, in ms
+-- ARGV[3]  publish command: 'publish', or 'spublish' on a cluster
+-- ARGV[4]  unlock message
+-- ARGV[5]  '' for a plain release; an acquire request id to release only the hold that request
 --          granted (an acquisition abandoned while its reply was unknown: no phantom hold remains)
 -- Returns  nil when the owner does not hold the lock (or that request granted nothing),
---          0 when holds remain, 1 when released
+--          0 when holds remain (the lease is left as it is: the remaining holds' leases are in
+--          it), 1 when released
 local lockKey = KEYS[1]
 local channel = KEYS[2]
 local recordKey = KEYS[3]
-local leaseMs = ARGV[1]
-local ownerId = ARGV[2]
-local recordTtlMs = ARGV[3]
-local publishCommand = ARGV[4]
-local unlockMessage = ARGV[5]
-local grantedBy = ARGV[6]
+local ownerId = ARGV[1]
+local recordTtlMs = ARGV[2]
+local publishCommand = ARGV[3]
+local unlockMessage = ARGV[4]
+local grantedBy = ARGV[5]
 local requestField = ownerId .. ':rq'
 local holdKey = lockKey
 
@@ -33,7 +32,6 @@ end
 local outcome
 if holds > 1 then
   redis.call('hset', lockKey, ownerId, holds - 1)
-  redis.call('pexpire', lockKey, leaseMs)
   outcome = 0
 else
   redis.call('del', lockKey)

@@ -1,14 +1,21 @@
--- Renew the lease of a reentrant (or fair) lock held by the watchdog.
+-- Renew the lease of a reentrant (or fair) lock held by the watchdog, or set it (minHoldTime).
 -- KEYS[1]  lock hash
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
+-- ARGV[3]  '1': extend only (the watchdog, a multi-lock's re-arm): a longer lease another hold of
+--          the owner was granted is kept; otherwise the lease becomes exactly ARGV[1] (the release
+--          of the last hold that leaves the lock to expire at its minHoldTime)
 -- Returns  1 when renewed, 0 when the owner no longer holds the lock (it was lost)
 local lockKey = KEYS[1]
-local leaseMs = ARGV[1]
+local leaseMs = tonumber(ARGV[1])
 local ownerId = ARGV[2]
+local extendOnly = ARGV[3] == '1'
 
 if redis.call('hexists', lockKey, ownerId) == 1 then
-  redis.call('pexpire', lockKey, leaseMs)
+  local ttl = redis.call('pttl', lockKey)
+  if not extendOnly or ttl < leaseMs then
+    redis.call('pexpire', lockKey, leaseMs)
+  end
   return 1
 end
 return 0

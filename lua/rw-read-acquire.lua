@@ -4,7 +4,8 @@
 --          rq:<owner id> = that owner's last applied acquire request id
 -- KEYS[2]  leases: sorted set owner id -> lease deadline in ms on the server clock, one entry per
 --          owner holding anything, so a crashed reader's hold ends while the others keep theirs;
---          the hash and this set expire with the longest lease
+--          an owner's entry is its longest hold's (a shorter one never lowers it); the hash and
+--          this set expire with the longest lease
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
 -- ARGV[3]  request id: a resent acquire finds its own id applied and does not raise the hold count twice
@@ -34,7 +35,8 @@ if mode == false or mode == 'read' or redis.call('hget', rwKey, 'writer') == own
     redis.call('hincrby', rwKey, readField, 1)
     redis.call('hset', rwKey, requestField, requestId)
   end
-  redis.call('zadd', leasesKey, now + leaseMs, ownerId)
+  -- GT: a hold with a shorter lease (a read inside a write) never shortens the owner's lease.
+  redis.call('zadd', leasesKey, 'gt', now + leaseMs, ownerId)
   -- #include rw-expire-with-longest-lease
   return nil
 end

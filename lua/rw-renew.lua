@@ -1,13 +1,16 @@
--- Renew the lease of everything one owner holds of a read-write lock (watchdog).
+-- Renew the lease of everything one owner holds of a read-write lock (watchdog), or set it
+-- (minHoldTime).
 -- KEYS[1]  read-write hash (see rw-read-acquire.lua)
 -- KEYS[2]  leases: sorted set owner id -> lease deadline (ms, server clock)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
+-- ARGV[3]  '1': extend only (see reentrant-renew.lua); otherwise the lease becomes exactly ARGV[1]
 -- Returns  1 when renewed, 0 when the owner holds nothing any more (its hold was lost)
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
 local leaseMs = tonumber(ARGV[1])
 local ownerId = ARGV[2]
+local extendOnly = ARGV[3] == '1'
 
 -- #include server-clock
 
@@ -16,7 +19,11 @@ local ownerId = ARGV[2]
 
 local holds = redis.call('hexists', rwKey, 'read:' .. ownerId) == 1 or redis.call('hget', rwKey, 'writer') == ownerId
 if holds then
-  redis.call('zadd', leasesKey, now + leaseMs, ownerId)
+  if extendOnly then
+    redis.call('zadd', leasesKey, 'gt', now + leaseMs, ownerId)
+  else
+    redis.call('zadd', leasesKey, now + leaseMs, ownerId)
+  end
 else
   redis.call('zrem', leasesKey, ownerId)
 end

@@ -42,7 +42,8 @@ elseif mode == 'write' and redis.call('hget', rwKey, 'writer') == ownerId then
 end
 
 if granted then
-  redis.call('zadd', leasesKey, now + leaseMs, ownerId)
+  -- GT: a hold with a shorter lease (a read inside a write) never shortens the owner's lease.
+  redis.call('zadd', leasesKey, 'gt', now + leaseMs, ownerId)
   -- #include rw-expire-with-longest-lease
   return { tonumber(redis.call('hget', rwKey, 'fence')) or 0 }
 end

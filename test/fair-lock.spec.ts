@@ -246,7 +246,6 @@ describe('fair lock', () => {
     expect(await line(name)).toEqual(['owner-b']);
     const releaseCall = (requestId: string) =>
       release.run(raw, [...keys, `lock:{${name}}:rq:owner-a:${requestId}`], [
-        10_000,
         'owner-a',
         10_000,
         'publish',

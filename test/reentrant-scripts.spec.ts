@@ -40,7 +40,7 @@ describe.each(ENGINES())('reentrant lock scripts ($name)', (engine: ContractEngi
     const release = LuaScript.named('reentrant-release');
     const key = 'lock:{resent-release}';
     const keys = (requestId: string) => [key, `${key}:channel`, `${key}:rq:${requestId}`];
-    const args = [10_000, 'owner-1', 10_000, 'publish', 'one', ''];
+    const args = ['owner-1', 10_000, 'publish', 'one', ''];
     await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-1', 'a1', 60_000]);
     await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-1', 'a2', 60_000]);
     expect(await release.run(raw, keys('x1'), args)).toBe(0);
@@ -58,7 +58,7 @@ describe.each(ENGINES())('reentrant lock scripts ($name)', (engine: ContractEngi
     const release = LuaScript.named('reentrant-release');
     const key = 'lock:{abandoned}';
     const keys = (requestId: string) => [key, `${key}:channel`, `${key}:rq:${requestId}`];
-    const undo = (record: string, grantedBy: string) => release.run(raw, keys(record), [10_000, 'owner-1', 10_000, 'publish', 'one', grantedBy]);
+    const undo = (record: string, grantedBy: string) => release.run(raw, keys(record), ['owner-1', 10_000, 'publish', 'one', grantedBy]);
     await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-1', 'a1', 60_000]);
     expect(await undo('u1', 'a0')).toBeNull(); // a0 granted nothing: the hold of a1 stays
     expect(await raw.hget(key, 'owner-1')).toBe('1');

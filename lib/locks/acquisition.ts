@@ -6,10 +6,15 @@ import type { Sleeper, Waiter } from '../redis/waiter';
 import { reasonAsError, type Cancellation } from '../runtime/cancellation';
 import type { LockEngine } from '../runtime/lock-engine';
 import { isDown } from '../redis/redis-client';
+import { leaseDriftMs } from '../runtime/held-locks';
+import { monotonicNow } from '../runtime/monotonic-clock';
 import { checkAcquireTimes } from '../validators';
 import type { LockOptions } from './lock';
 
-/** A granted attempt: its fencing token (none for a read lock), and when its lease began if not now. */
+/**
+ * A granted attempt: its fencing token (none for a read lock), and when its lease began (monotonic
+ * ms) when that is not when the attempt was sent (a RedLock's lease begins with its first master).
+ */
 export interface Grant {
   readonly fencingToken: number | undefined;
   readonly leaseStartedAt?: number;
@@ -23,8 +28,11 @@ export type AttemptOutcome = Grant | number | LockUnavailableError;
 
 const isGrant = (outcome: AttemptOutcome): outcome is Grant => typeof outcome === 'object' && !(outcome instanceof LockUnavailableError);
 
-/** Pause after the n-th attempt in a row that could not reach Redis: 50 ms doubling up to 1 s. */
-const unavailableRetryMs = (failures: number): number => Math.min(1_000, 50 * 2 ** Math.min(failures - 1, 5));
+/**
+ * Pause after the n-th attempt in a row that could not reach Redis, or that found the lock busy
+ * with no TTL to wait for (a key left without one): 50 ms doubling up to 1 s.
+ */
+const backOffMs = (failures: number): number => Math.min(1_000, 50 * 2 ** Math.min(failures - 1, 5));
 
 /**
  * Where waiters sit between attempts: the shared unlock subscriber (a release message wakes them),
@@ -71,8 +79,11 @@ export interface Contender<R> {
    * comes, and the usual second attempt after seating is saved.
    */
   seatsFirst(): boolean;
-  /** Records the grant as held; what the acquisition resolves with. */
-  held(grant: Grant, leaseMs: number, options: LockOptions | undefined): R;
+  /**
+   * Records the grant as held, its lease running from `grantSentAt` (monotonic ms: when the granted
+   * attempt was sent); what the acquisition resolves with.
+   */
+  held(grant: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): R;
   /** Gives back a grant nobody will use (the caller cancelled, the replicas did not confirm it). */
   undoGrant(): Promise<unknown>;
   /**
@@ -119,6 +130,10 @@ export class Acquisition<R> implements Sleeper {
   private outcomeUnknown = false;
   /** Attempts in a row that could not reach Redis (paces the retries). */
   private failures = 0;
+  /** Attempts in a row that found the lock busy without a TTL (paces the retries). */
+  private busyWithoutTtl = 0;
+  /** When the latest attempt was sent (monotonic ms): a grant's lease runs from then. */
+  private sentAt = 0;
   /** Whether wake messages can be counted on (a contender that is not woken by them never needs any). */
   private subscribed: boolean;
   /** A newcomer queued behind this process's waiters: its first round makes no attempt. */
@@ -141,7 +156,7 @@ export class Acquisition<R> implements Sleeper {
     private readonly options: LockOptions | undefined,
     private readonly cancellation: Cancellation | undefined,
   ) {
-    this.deadline = Date.now() + waitMs;
+    this.deadline = monotonicNow() + waitMs;
     this.subscribed = !contender.wakesOnRelease;
     this.requestId = contender.engine.ids.nextRequest();
     this.queued = waitMs > 0 && contender.queuesFirst();
@@ -191,13 +206,14 @@ export class Acquisition<R> implements Sleeper {
 
   /** The first attempt; a single attempt (waitTime 0) never joins a Redis line. */
   private firstAttempt(): void {
+    this.sentAt = monotonicNow();
     this.contender
       .attempt(this.leaseMs, this.requestId, this.waitMs > 0)
       .then((outcome) => {
         if (isGrant(outcome)) return this.granted(outcome);
         if (!this.missed(outcome)) return;
         // waitTime 0 is one attempt; an attempt that used up the wait (Redis did not answer) ends it.
-        if (this.waitMs <= 0 || (outcome instanceof LockUnavailableError && Date.now() >= this.deadline)) return this.endWithoutLock();
+        if (this.waitMs <= 0 || (outcome instanceof LockUnavailableError && monotonicNow() >= this.deadline)) return this.endWithoutLock();
         this.takeSeat();
       })
       .then(undefined, (error: unknown) => this.end(true, error));
@@ -231,12 +247,15 @@ export class Acquisition<R> implements Sleeper {
     const waiter = this.waiter as Waiter;
     const { room, engine, wakesOnRelease } = this.contender;
     const subscribing = wakesOnRelease
-      ? room.subscribed(waiter, Math.min(engine.options.commandTimeout, this.deadline - Date.now()))
+      ? room.subscribed(waiter, Math.min(engine.options.commandTimeout, this.deadline - monotonicNow()))
       : Promise.resolve(true);
     subscribing
       .then((subscribed) => {
         this.subscribed = subscribed;
-        if (!this.queued) return this.contender.attempt(this.leaseMs, this.requestId, true).then((outcome) => this.afterAttempt(outcome));
+        if (!this.queued) {
+          this.sentAt = monotonicNow();
+          return this.contender.attempt(this.leaseMs, this.requestId, true).then((outcome) => this.afterAttempt(outcome));
+        }
         this.queued = false;
         this.outcome = engine.options.watchdogTimeout;
         this.sleep();
@@ -247,7 +266,7 @@ export class Acquisition<R> implements Sleeper {
   private afterAttempt(outcome: AttemptOutcome): void {
     if (isGrant(outcome)) return this.granted(outcome);
     if (!this.missed(outcome)) return;
-    if (this.deadline - Date.now() <= 0) return this.endWithoutLock();
+    if (this.deadline - monotonicNow() <= 0) return this.endWithoutLock();
     this.sleep();
   }
 
@@ -262,6 +281,7 @@ export class Acquisition<R> implements Sleeper {
       this.failures += 1;
     } else {
       this.failures = 0;
+      this.busyWithoutTtl = outcome < 0 ? this.busyWithoutTtl + 1 : 0;
     }
     const { cancellation } = this;
     if (!cancellation?.cancelled) return true;
@@ -275,42 +295,66 @@ export class Acquisition<R> implements Sleeper {
    * retries at a gentle pace.
    */
   private sleep(): void {
-    const { outcome, failures } = this;
-    let sleepMs = typeof outcome === 'number' ? Math.max(outcome, 1) : unavailableRetryMs(failures);
-    if (!this.subscribed) sleepMs = Math.min(sleepMs, unavailableRetryMs(Math.max(failures, 1)));
-    const remaining = this.deadline - Date.now();
+    const { outcome, failures, busyWithoutTtl } = this;
+    // A key without a TTL (an operator's PERSIST, a foreign client) answers -1: no end to wait for,
+    // so back off (a release still wakes the waiter at once) rather than retry every millisecond.
+    let sleepMs =
+      typeof outcome !== 'number' ? backOffMs(failures) : busyWithoutTtl > 0 ? backOffMs(busyWithoutTtl) : Math.max(outcome, 1);
+    if (!this.subscribed) sleepMs = Math.min(sleepMs, backOffMs(Math.max(failures, 1)));
+    const remaining = this.deadline - monotonicNow();
     (this.waiter as Waiter).sleepThen(Math.max(1, Math.min(sleepMs, remaining, this.contender.maxSleepMs)), this);
   }
 
   /**
-   * A grant: given back at once when the caller cancelled meanwhile, confirmed on the replicas when
-   * `syncReplicas` asks for it, then recorded as held. Without either, no promise is made.
+   * A grant: confirmed on the replicas when `syncReplicas` asks for it, then delivered. Nothing is
+   * promised before `deliver` checked the caller still wants it and its lease still runs.
    */
   private granted(grant: Grant): void {
     this.acquired = true;
+    const sentAt = grant.leaseStartedAt ?? this.sentAt;
+    const { contender } = this;
+    const { syncReplicas } = contender.engine.options;
+    if (syncReplicas > 0 && contender.replicaKey !== undefined && !this.cancellation?.cancelled && !contender.engine.shuttingDown) {
+      this.confirmReplicated(contender.replicaKey, syncReplicas).then(
+        () => this.deliver(grant, sentAt),
+        (error: unknown) => this.end(true, error),
+      );
+      return;
+    }
+    this.deliver(grant, sentAt);
+  }
+
+  /**
+   * Records the grant as held and resolves, unless nobody may rely on it any more; it is then given
+   * back (docs/architecture.md#holds):
+   * - the caller cancelled meanwhile (an abort, also during the replicas' WAIT): rejects;
+   * - the module's shutdown began: it released what was held then and closes the connections next,
+   *   so nobody would release this one: rejects `LockShutdownError`, as a wait cut short;
+   * - the lease already ended (the reply was handled late: a GC pause, a stalled event loop, a slow
+   *   network), so another owner may be in: the wait goes on as if the lock were busy.
+   */
+  private deliver(grant: Grant, sentAt: number): void {
     const { cancellation, contender } = this;
-    if (cancellation?.cancelled) {
-      const settle = (): void => this.end(true, cancellation.reason);
+    let refusal: unknown;
+    if (cancellation?.cancelled) refusal = cancellation.reason;
+    else if (contender.engine.shuttingDown) refusal = new LockShutdownError(contender.name);
+    else if (monotonicNow() >= sentAt + this.leaseMs - leaseDriftMs(this.leaseMs)) {
+      this.acquired = false;
+      const retry = (): void => {
+        if (!this.missed(0)) return;
+        if (this.waitMs <= 0 || monotonicNow() >= this.deadline) return this.endWithoutLock();
+        if (this.waiter) this.round();
+        else this.takeSeat();
+      };
+      contender.undoGrant().then(retry, retry);
+      return;
+    }
+    if (refusal !== undefined) {
+      const settle = (): void => this.end(true, refusal);
       contender.undoGrant().then(settle, settle);
       return;
     }
-    // A grant answered after shutdown began: the shutdown released what was held then and closes
-    // the connections next, so nobody would release this one. Given back, as a wait cut short.
-    if (contender.engine.shuttingDown) {
-      void contender.undoGrant();
-      return this.end(true, new LockShutdownError(contender.name));
-    }
-    const { syncReplicas } = contender.engine.options;
-    if (syncReplicas > 0 && contender.replicaKey !== undefined) {
-      this.confirmReplicated(contender.replicaKey, syncReplicas)
-        .then(() => contender.held(grant, this.leaseMs, this.options))
-        .then(
-          (held) => this.end(false, held),
-          (error: unknown) => this.end(true, error),
-        );
-      return;
-    }
-    this.end(false, contender.held(grant, this.leaseMs, this.options));
+    this.end(false, contender.held(grant, this.leaseMs, this.options, sentAt));
   }
 
   /**

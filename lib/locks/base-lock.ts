@@ -7,6 +7,8 @@ import { cancellable, type Cancellation } from '../runtime/cancellation';
 import { observeAcquire, type LockKind } from '../metrics/lock-telemetry';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { LockNotHeldError } from '../errors';
+import { LOCK_LOST, LOST_RELEASE_FOUND_GONE } from '../lock.messages';
+import { monotonicNow } from '../runtime/monotonic-clock';
 import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import { heldEntriesOf, runContextOf } from './owned-lock';
 import type { RunnableLock } from './runnable-lock';
@@ -28,6 +30,13 @@ export function attemptResult(reply: unknown): AttemptResult {
 
 /** Outcome of one release: `null` when not held, 0 when holds remain, 1 when released. */
 export type ReleaseResult = 0 | 1 | null;
+
+/** A read-write release's answer: no hold in this mode, but the owner holds the other one. */
+export const HOLDS_OTHER_MODE = -1;
+
+/** A release whose outcome is unknown is sent again after this long, doubling up to the max. */
+const RELEASE_RESEND_FIRST_MS = 100;
+const RELEASE_RESEND_MAX_MS = 1_000;
 
 const ignore = (): undefined => undefined;
 
@@ -54,8 +63,11 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
    * request granted, if it did.
    */
   protected abstract releaseOne(requestId: string, grantedBy?: string, ticket?: CallTicket): Promise<ReleaseResult>;
-  /** The script the watchdog replays to renew this owner's hold. */
-  protected abstract renewalCall(leaseMs: number): ScriptCall;
+  /**
+   * The script the watchdog replays to renew this owner's hold: it never shortens a longer lease
+   * another hold has; `exact`: the lease becomes `leaseMs` (a `minHoldTime` release).
+   */
+  protected abstract renewalCall(leaseMs: number, exact?: boolean): ScriptCall;
   /** The `lock.kind` of this lock's metrics and spans. */
   abstract readonly kind: LockKind;
 
@@ -103,25 +115,69 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   unlock(): Promise<void> {
     const { holds, ids } = this.engine;
     const hold = holds.get(this.lockKey, this.ownerId);
-    // Forget the hold first: the watchdog must not renew (resurrect) what is being released.
-    if (hold) holds.released(hold);
+    // Counted off first (out of the registry when it was the last hold): the watchdog must not
+    // renew (resurrect) what is being released.
+    const last = hold ? holds.released(hold) : true;
     const requestId = ids.nextRequest();
     // A plain promise chain rather than an async function: one promise less per release.
-    return this.engine.call(this.name, (ticket) => this.releaseOne(requestId, '', ticket)).then(
-      (result) => {
-        if (result === null) {
-          if (hold) holds.forget(hold);
-          throw new LockNotHeldError(this.name);
-        }
-        if (result === 1 && hold) holds.forget(hold);
-      },
+    return this.engine.call(this.name, (ticket) => this.releaseOwn(requestId, ticket)).then(
+      (result) => this.releaseAnswered(hold, last, result),
       (error: unknown) => {
-        // Unknown outcome: the release may still apply (a resend answers the same); if it does not,
-        // the lease ends the lock. Either way this process holds nothing any more.
-        if (hold) holds.forget(hold);
+        // Unknown outcome (no answer in time, Redis unreachable): the holds that remain stay held
+        // and renewed, and the same release (same request id: its release record makes a repeat
+        // harmless) goes out again until Redis answers.
+        this.resendRelease(requestId, hold, last);
         throw error;
       },
     );
+  }
+
+  /** One release of one of this owner's holds, as `unlock` sends it (a read-write view may answer "the other mode"). */
+  protected releaseOwn(requestId: string, ticket: CallTicket): Promise<ReleaseResult | typeof HOLDS_OTHER_MODE> {
+    return this.releaseOne(requestId, '', ticket);
+  }
+
+  /** What Redis answered to `unlock`'s release, against what this process counted. */
+  private releaseAnswered(hold: HeldLock | undefined, last: boolean, result: ReleaseResult | typeof HOLDS_OTHER_MODE): void {
+    if (result === HOLDS_OTHER_MODE) {
+      if (hold) this.engine.holds.restore(hold);
+      throw new LockNotHeldError(this.name);
+    }
+    // Redis holds nothing more of this owner while holds remained here: they were lost.
+    if (hold && !last && result !== 0) this.lostOnRelease(hold);
+    if (result === null) throw new LockNotHeldError(this.name);
+  }
+
+  /**
+   * Sends a release whose outcome is unknown again, with its request id, until Redis answers: only
+   * while its release record surely lives (a repeat after it expired could release a later hold).
+   */
+  private resendRelease(requestId: string, hold: HeldLock | undefined, last: boolean): void {
+    const { engine } = this;
+    const until = monotonicNow() + engine.releaseRecordTtlMs - 2 * engine.options.commandTimeout;
+    let delayMs = RELEASE_RESEND_FIRST_MS;
+    const resend = (): void => {
+      if (engine.shuttingDown || monotonicNow() >= until) return;
+      engine.call(this.name, (ticket) => this.releaseOwn(requestId, ticket)).then(
+        (result) => {
+          if (hold && !last && result !== 0 && result !== HOLDS_OTHER_MODE && engine.holds.isCurrent(hold)) this.lostOnRelease(hold);
+        },
+        () => {
+          delayMs = Math.min(2 * delayMs, RELEASE_RESEND_MAX_MS);
+          schedule();
+        },
+      );
+    };
+    const schedule = (): void => {
+      setTimeout(resend, delayMs).unref?.();
+    };
+    schedule();
+  }
+
+  private lostOnRelease(hold: HeldLock): void {
+    this.engine.holds.forget(hold);
+    hold.lose(LOST_RELEASE_FOUND_GONE);
+    this.engine.logger.warn(LOCK_LOST(this.name, LOST_RELEASE_FOUND_GONE));
   }
 
   async forceUnlock(): Promise<boolean> {
@@ -189,9 +245,28 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     const { engine } = this;
     // Forgotten first, as a release does: the watchdog must not renew it past `ms` meanwhile.
     engine.holds.released(hold);
-    const { script, keys, args } = this.renewalCall(ms);
+    const { script, keys, args } = this.renewalCall(ms, true);
     return engine.call(this.name, (ticket) => script.run(engine.client, keys, args, ticket)).then((renewed) => {
       if (renewed !== 1) throw new LockNotHeldError(this.name);
+    });
+  }
+
+  /**
+   * @internal A fresh lease of `leaseMs` for this owner's hold, from now (a multi-lock re-arms the
+   * members it took first once the last is granted). False when Redis or this process no longer has
+   * the hold.
+   */
+  rearm(leaseMs: number): Promise<boolean> {
+    const { engine } = this;
+    const hold = this.hold;
+    if (!hold || hold.aborted) return Promise.resolve(false);
+    const { script, keys, args } = this.renewalCall(leaseMs);
+    const sentAt = monotonicNow();
+    return engine.call(this.name, (ticket) => script.run(engine.client, keys, args, ticket)).then((renewed) => {
+      if (renewed !== 1 || !engine.holds.isCurrent(hold) || hold.aborted) return false;
+      hold.extendLease(sentAt, leaseMs);
+      engine.holds.leaseChanged(hold);
+      return true;
     });
   }
 
@@ -230,10 +305,11 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   }
 
   /** @internal Records the hold (the watchdog renews it unless a `leaseTime` was given). */
-  held(grant: Grant, leaseMs: number, options: LockOptions | undefined): boolean {
+  held(grant: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): boolean {
     const leaseTime = options?.leaseTime;
     const terms: HoldTerms = {
       leaseMs,
+      grantSentAt,
       fencingToken: grant.fencingToken,
       renewal: leaseTime === undefined ? { client: this.engine.client, call: this.renewalCall(leaseMs) } : undefined,
       releaseOne: () => this.releaseAnyHold(),

@@ -38,12 +38,11 @@ export class FairLock extends BaseLock {
   }
 
   protected async releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ReleaseResult> {
-    const { client, options, publishCommand, releaseRecordTtlMs } = this.engine;
+    const { client, publishCommand, releaseRecordTtlMs } = this.engine;
     return (await fairScripts.release.run(
       client,
       [...this.lineKeys, LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`)],
       [
-        this.hold?.leaseMs ?? options.watchdogTimeout,
         this.ownerId,
         releaseRecordTtlMs,
         publishCommand,
@@ -57,8 +56,8 @@ export class FairLock extends BaseLock {
   }
 
   /** The hash is the plain lock's, so is its renewal. */
-  protected renewalCall(leaseMs: number): ScriptCall {
-    return { script: this.engine.scripts.reentrantRenew, keys: [this.lockKey], args: [leaseMs, this.ownerId] };
+  protected renewalCall(leaseMs: number, exact = false): ScriptCall {
+    return { script: this.engine.scripts.reentrantRenew, keys: [this.lockKey], args: [leaseMs, this.ownerId, exact ? 0 : 1] };
   }
 
   /** Each waiter's own channel: a release wakes the head of the line and nobody else. */

@@ -1,6 +1,7 @@
 import { MULTI_LOCK_EMPTY } from '../lock.messages';
 import { MEMBER_ACQUISITION, observeAcquire, type AcquisitionOptions, type LockTelemetry } from '../metrics/lock-telemetry';
 import { cancellable } from '../runtime/cancellation';
+import { monotonicNow } from '../runtime/monotonic-clock';
 import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
 import type { RunnableLock } from './runnable-lock';
@@ -125,14 +126,31 @@ export class MultiLock implements Lock, RunnableLock {
     return AbortSignal.any(this.locks.map((lock) => lock.hold?.signal ?? new AbortController().signal));
   }
 
+  /**
+   * Takes every member in order within one wait. Members are taken one by one, so the first ones'
+   * leases run while later ones are awaited: once the last is granted, each member must still be
+   * held here (not lost) and, with a `leaseTime`, is re-armed to a full lease from now, so no member
+   * expires before the others' leases end. When one cannot be, everything is let go and the
+   * acquisition starts over within what remains of the wait.
+   */
   private async acquire(waitMs: number, options: LockOptions | undefined): Promise<boolean> {
-    const deadline = Date.now() + waitMs;
+    const deadline = monotonicNow() + waitMs;
+    for (;;) {
+      const outcome = await this.acquireOnce(deadline, options);
+      if (outcome !== 'start-over') return outcome;
+      options?.signal?.throwIfAborted();
+      if (monotonicNow() >= deadline) return false;
+    }
+  }
+
+  private async acquireOnce(deadline: number, options: LockOptions | undefined): Promise<boolean | 'start-over'> {
     const taken: OwnedLock[] = [];
     const { leaseTime, signal, metricName } = options ?? {};
+    let outcome: boolean | 'start-over' = false;
     try {
       for (const lock of this.locks) {
         signal?.throwIfAborted();
-        const remaining = Math.max(0, deadline - Date.now());
+        const remaining = Math.max(0, deadline - monotonicNow());
         const memberOptions: TryLockOptions & AcquisitionOptions = {
           waitTime: remaining,
           leaseTime,
@@ -143,11 +161,24 @@ export class MultiLock implements Lock, RunnableLock {
         if (!(await lock.tryLock(memberOptions))) break;
         taken.push(lock);
       }
+      if (taken.length === this.locks.length) outcome = (await this.allStillHeld(leaseTime)) ? true : 'start-over';
     } finally {
-      if (taken.length < this.locks.length) {
+      if (outcome !== true) {
         await Promise.allSettled(taken.reverse().map((lock) => lock.unlock()));
       }
     }
-    return taken.length === this.locks.length;
+    return outcome;
+  }
+
+  /**
+   * Whether every member is still held; with a `leaseTime`, the members before the last (whose lease
+   * began last) are re-armed for a full lease from now.
+   */
+  private async allStillHeld(leaseTime: number | undefined): Promise<boolean> {
+    if (leaseTime === undefined) return this.locks.every((lock) => lock.hold !== undefined && !lock.hold.aborted);
+    const earlier = this.locks.slice(0, -1);
+    const rearmed = await Promise.all(earlier.map((lock) => lock.rearm(leaseTime).catch(() => false)));
+    const last = this.locks[this.locks.length - 1].hold;
+    return rearmed.every(Boolean) && last !== undefined && !last.aborted;
   }
 }

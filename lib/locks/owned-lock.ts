@@ -12,6 +12,11 @@ export interface OwnedLock extends Lock, RunnableLock {
   readonly ownerId: string;
   /** The current owner's hold in this process, if any. */
   readonly hold: HeldLock | undefined;
+  /**
+   * A fresh lease of `leaseMs` from now for the owner's hold; false when it is no longer held (a
+   * multi-lock re-arms its first members once the last is granted).
+   */
+  rearm(leaseMs: number): Promise<boolean>;
 }
 
 export function isOwnedLock(value: unknown): value is OwnedLock {

@@ -1,17 +1,15 @@
-import { LockNotHeldError, LockUpgradeError } from '../errors';
+import { LockUpgradeError } from '../errors';
 import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ALL, WAKE_ONE } from '../redis/unlock-subscriber';
 import type { LockEngine } from '../runtime/lock-engine';
-import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lock';
+import { AttemptResult, attemptResult, BaseLock, HOLDS_OTHER_MODE, ReleaseResult } from './base-lock';
 
 export type ReadWriteMode = 'read' | 'write';
 
 /** rw-write-acquire.lua: the owner holds only the read lock, so waiting for the write lock would never end. */
 const UPGRADE_REFUSED = -3;
-/** rw-*-release.lua: no hold in this mode, but the owner holds the other mode. */
-const HOLDS_OTHER_MODE = -1;
 type ModeReleaseResult = ReleaseResult | typeof HOLDS_OTHER_MODE;
 
 const modeScripts = {
@@ -81,8 +79,8 @@ export class ReadWriteLockView extends BaseLock {
     return this.mode === 'write' ? super.getFencingToken() : undefined;
   }
 
-  protected renewalCall(leaseMs: number): ScriptCall {
-    return { script: renewScript, keys: [this.lockKey, this.leasesKey], args: [leaseMs, this.ownerId] };
+  protected renewalCall(leaseMs: number, exact = false): ScriptCall {
+    return { script: renewScript, keys: [this.lockKey, this.leasesKey], args: [leaseMs, this.ownerId, exact ? 0 : 1] };
   }
 
   /** Readers share the lock: a reader never parks behind a local writer that waits for other readers. */
@@ -90,26 +88,9 @@ export class ReadWriteLockView extends BaseLock {
     return this.mode === 'write';
   }
 
-  /** The owner's hold record counts both modes: a read release by a writer must not drop its renewal. */
-  override async unlock(): Promise<void> {
-    const { holds, ids } = this.engine;
-    const hold = this.hold;
-    // Forget the hold first: the watchdog must not renew (resurrect) what is being released.
-    if (hold) holds.released(hold);
-    const requestId = ids.nextRequest();
-    let result: ModeReleaseResult;
-    try {
-      result = await this.engine.call(this.name, (ticket) => this.releaseIn(this.mode, requestId, '', ticket));
-    } catch (error) {
-      if (hold) holds.forget(hold);
-      throw error;
-    }
-    if (result === null || result === HOLDS_OTHER_MODE) {
-      if (hold && result === HOLDS_OTHER_MODE) holds.restore(hold);
-      else if (hold) holds.forget(hold);
-      throw new LockNotHeldError(this.name);
-    }
-    if (result === 1 && hold) holds.forget(hold);
+  /** The owner's hold record counts both modes: a read release by a writer answers "the other mode". */
+  protected override releaseOwn(requestId: string, ticket: CallTicket): Promise<ModeReleaseResult> {
+    return this.releaseIn(this.mode, requestId, '', ticket);
   }
 
   /** At shutdown the shared hold record may count holds of either mode: release whichever remains. */

@@ -14,6 +14,8 @@ import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
 import { heldEntriesOf, runContextOf } from './owned-lock';
+import { leaseDriftMs } from '../runtime/held-locks';
+import { monotonicNow } from '../runtime/monotonic-clock';
 
 const scripts = {
   acquire: LuaScript.named('redlock-acquire'),
@@ -22,13 +24,6 @@ const scripts = {
   renew: LuaScript.named('reentrant-renew'),
   forceRelease: LuaScript.named('force-release'),
 };
-
-/**
- * Clock drift allowance subtracted from the lease when judging an acquisition (the Redlock
- * algorithm's): 1% of the lease plus 2 ms for timer granularity.
- */
-const CLOCK_DRIFT_FACTOR = 0.01;
-const CLOCK_DRIFT_FLOOR_MS = 2;
 
 /**
  * Waiting for a RedLock retries after a random pause (the Redlock algorithm's jitter, so
@@ -41,8 +36,6 @@ const RETRY_JITTER_MS = 100;
 
 /** Prefix of a RedLock's identity in the owner context and hold registry, apart from a plain lock of the same name. */
 const REDLOCK_IDENTITY = 'redlock\n';
-
-const driftMs = (leaseMs: number): number => Math.floor(leaseMs * CLOCK_DRIFT_FACTOR) + CLOCK_DRIFT_FLOOR_MS;
 
 /**
  * The Redlock algorithm over the independent masters of `redlock.clients` (docs/architecture.md#redlock): the same
@@ -220,7 +213,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
    */
   async attempt(leaseMs: number): Promise<AttemptOutcome> {
     const heldBefore = this.hold !== undefined;
-    const startedAt = Date.now();
+    const startedAt = monotonicNow();
     const { quorum } = this.masters;
     const timeoutMs = this.masters.masterTimeout(leaseMs);
     const keys = [this.masterKey, LockKeys.fence(this.masterKey)];
@@ -244,7 +237,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
       granted = raised.yes >= quorum;
     }
     // The lease began when the first master was asked, not when the last answered.
-    if (granted && leaseMs - (Date.now() - startedAt) - driftMs(leaseMs) > 0) return { fencingToken: token, leaseStartedAt: startedAt };
+    if (granted && leaseMs - (monotonicNow() - startedAt) - leaseDriftMs(leaseMs) > 0) return { fencingToken: token, leaseStartedAt: startedAt };
     // A failed first attempt lets go of whatever it got; a failed re-entry keeps the hold it had
     // (the watchdog or the lease decides about that one).
     if (!heldBefore) await this.releaseEverywhere();
@@ -255,16 +248,16 @@ export class RedLock implements OwnedLock, Contender<boolean> {
   }
 
   /** @internal */
-  held(grant: Grant, leaseMs: number, options: LockOptions | undefined): boolean {
+  held(grant: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): boolean {
     const terms: HoldTerms = {
       leaseMs,
+      grantSentAt,
       fencingToken: grant.fencingToken,
       renewal: options?.leaseTime === undefined ? { renew: () => this.renew(leaseMs) } : undefined,
       releaseOne: () => this.releaseEverywhere(),
       telemetry: this.engine.telemetry?.holdTelemetry(this.kind, this.name, options),
     };
-    const hold = this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
-    if (grant.leaseStartedAt !== undefined) hold.leaseStartedAt = grant.leaseStartedAt;
+    this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
     return true;
   }
 
@@ -289,6 +282,17 @@ export class RedLock implements OwnedLock, Contender<boolean> {
 
   private unavailable(cause: unknown): LockUnavailableError {
     return new LockUnavailableError(this.name, cause);
+  }
+
+  /** @internal A fresh lease of `leaseMs` from now on a majority (a multi-lock's re-arm); false when lost. */
+  async rearm(leaseMs: number): Promise<boolean> {
+    const hold = this.hold;
+    if (!hold || hold.aborted) return false;
+    const sentAt = monotonicNow();
+    if (!(await this.renew(leaseMs)) || !this.engine.holds.isCurrent(hold) || hold.aborted) return false;
+    hold.extendLease(sentAt, leaseMs);
+    this.engine.holds.leaseChanged(hold);
+    return true;
   }
 
   /**

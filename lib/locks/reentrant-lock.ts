@@ -25,18 +25,17 @@ export class ReentrantLock extends BaseLock {
   }
 
   protected releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ReleaseResult> {
-    const { scripts, client, options, publishCommand } = this.engine;
-    const hold = this.hold;
+    const { scripts, client, publishCommand } = this.engine;
     this.channelKey ??= LockKeys.channel(this.lockKey);
     return scripts.reentrantRelease.run(
       client,
       [this.lockKey, this.channelKey, LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`)],
-      [hold?.leaseMs ?? options.watchdogTimeout, this.ownerId, this.engine.releaseRecordTtlMs, publishCommand, WAKE_ONE, grantedBy],
+      [this.ownerId, this.engine.releaseRecordTtlMs, publishCommand, WAKE_ONE, grantedBy],
       ticket,
     ) as Promise<ReleaseResult>;
   }
 
-  protected renewalCall(leaseMs: number): ScriptCall {
-    return { script: this.engine.scripts.reentrantRenew, keys: [this.lockKey], args: [leaseMs, this.ownerId] };
+  protected renewalCall(leaseMs: number, exact = false): ScriptCall {
+    return { script: this.engine.scripts.reentrantRenew, keys: [this.lockKey], args: [leaseMs, this.ownerId, exact ? 0 : 1] };
   }
 }

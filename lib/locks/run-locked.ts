@@ -11,6 +11,7 @@ import {
 } from '../lock.messages';
 import { SKIPS_IF_LOCKED, type AcquisitionOptions } from '../metrics/lock-telemetry';
 import type { LockEngine } from '../runtime/lock-engine';
+import { monotonicNow } from '../runtime/monotonic-clock';
 import type { LockRunContext, RunOptions, TryLockOptions } from './lock';
 import { MultiLock } from './multi-lock';
 import type { OwnedLock } from './owned-lock';
@@ -61,7 +62,7 @@ export function runLocked<T>(
   // keeps no suspended frame of its own here (thousands of waiters in one process add up).
   return acquiring.then(
     (acquired) => {
-      if (acquired) return runHeld(engine, lock, fn, minHoldTime ? Date.now() + minHoldTime : 0);
+      if (acquired) return runHeld(engine, lock, fn, minHoldTime ? monotonicNow() + minHoldTime : 0);
       if (!skip) throw new LockTimeoutError(lock.runName, waitTime);
       // Someone else is doing the work: expected on every replica but one, so never above debug.
       engine.logger.debug(LOCK_SKIPPED(lock.runName, waitTime));
@@ -101,10 +102,12 @@ function runHeld<T>(
   engine: LockEngine,
   lock: RunnableLock,
   fn: (context: LockRunContext) => T | Promise<T>,
-  /** `minHoldTime`: the lock stays held until this time (ms since the epoch; 0: no minimum). */
+  /** `minHoldTime`: the lock stays held until this time (monotonic ms; 0: no minimum). */
   keepUntil: number,
 ): Promise<T> {
   let outcome: Promise<T>;
+  // Counted while it runs: shutdown aborts its signal and gives it `shutdownTimeout` to end.
+  engine.runningBodies.enter();
   try {
     // The same object is `fn`'s argument and the services' `current()` inside it.
     const context = lock.runContext();
@@ -115,10 +118,12 @@ function runHeld<T>(
   return outcome.then(
     (value) => {
       engine.releasesInFlight.track(release(engine, lock, keepUntil));
+      engine.runningBodies.leave();
       return value;
     },
     (error: unknown) => {
       engine.releasesInFlight.track(release(engine, lock, keepUntil));
+      engine.runningBodies.leave();
       throw error;
     },
   );
@@ -130,15 +135,16 @@ function runHeld<T>(
  * release is logged, never thrown (it must not hide `fn`'s outcome).
  */
 function release(engine: LockEngine, lock: RunnableLock, keepUntil: number): Promise<void> {
-  // A body that outlived the start of shutdown (a job still running when the app closes): the
-  // shutdown released every recorded hold, this one included, and closes the connection after.
-  if (engine.shuttingDown) {
+  // A body that outlived the shutdown's `shutdownTimeout` (a job still running when the app
+  // closes): the shutdown released every recorded hold, this one included, and closes the
+  // connection after.
+  if (engine.releasingAtShutdown) {
     engine.logger.debug(RELEASE_LEFT_TO_SHUTDOWN(String(lock.runName)));
     return Promise.resolve();
   }
   let releasing: Promise<void>;
   try {
-    const keepMs = keepUntil - Date.now();
+    const keepMs = keepUntil - monotonicNow();
     releasing = keepMs > 0 ? lock.keepHeldFor(Math.ceil(keepMs)) : lock.unlock();
   } catch (error) {
     releasing = Promise.reject(error);

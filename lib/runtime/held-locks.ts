@@ -1,4 +1,5 @@
-import { LockLostError } from '../errors';
+import { type LockError, LockLostError } from '../errors';
+import { monotonicNow } from './monotonic-clock';
 import type { ScriptCall } from '../redis/lua-script';
 import type { RedisClient } from '../redis/redis-client';
 import type { HoldTelemetry } from '../metrics/lock-telemetry';
@@ -23,6 +24,11 @@ export type Renewal = ScriptRenewal | CustomRenewal;
 /** What a lock kind says about a successful acquisition. */
 export interface HoldTerms {
   readonly leaseMs: number;
+  /**
+   * When the attempt that was granted was sent (monotonic ms): the lease runs from then, not from
+   * when the reply was handled (a GC pause or a slow network between the two eats into it).
+   */
+  readonly grantSentAt: number;
   /** The acquisition's fencing token (none for a read lock). */
   readonly fencingToken?: number;
   /** Present when the watchdog keeps the lock alive (no `leaseTime`). */
@@ -33,21 +39,48 @@ export interface HoldTerms {
   readonly telemetry?: HoldTelemetry;
 }
 
-/** One owner's holds of one lock in this process: the local mirror of the Redis hold count. */
+/**
+ * How much earlier than Redis a lease ends locally: the client's and the server's clocks may run at
+ * slightly different rates (1% of the lease plus 2 ms, Redlock's drift allowance).
+ */
+export const leaseDriftMs = (leaseMs: number): number => Math.floor(leaseMs / 100) + 2;
+
+/**
+ * One owner's holds of one lock in this process: the local mirror of what Redis granted. Each hold
+ * keeps its own lease; Redis keeps the lock as long as the longest (a re-entry, or a read inside a
+ * write, never shortens it: see `docs/architecture.md#holds`), so the owner holds it until
+ * `expiresAt`, pushed forward by every grant and renewal. The watchdog renews while any hold taken
+ * without a `leaseTime` remains.
+ */
 export class HeldLock {
   holdCount = 0;
+  /** How many of the holds the watchdog keeps alive (taken without `leaseTime`). */
+  renewedHolds = 0;
   renewal: Renewal | undefined;
+  /** The lease a renewal grants (the watchdog's). */
+  renewalLeaseMs = 0;
+  /** The lease of the latest grant. */
   leaseMs: number;
   readonly releaseOne: () => Promise<unknown>;
   /** The fencing token of the first acquisition: re-entries keep it. */
   fencingToken: number | undefined;
   readonly telemetry: HoldTelemetry | undefined;
-  /** When the lease last started (acquire or renewal); the lock is gone after `+ leaseMs`. */
-  leaseStartedAt = Date.now();
+  /**
+   * When Redis may let the lock go (monotonic ms): the latest end of a grant's or renewal's lease,
+   * each counted from when it was sent. Past `expiresAt - leaseDriftMs`, the hold counts as lost.
+   */
+  expiresAt = 0;
+  /** Whether the first hold is watchdog-kept; `stack` holds the re-entries' (innermost last). */
+  private firstRenewed = false;
+  private stack: boolean[] | undefined;
+  /** Whether the hold `released` took off last was watchdog-kept (for `restore`). */
+  private lastReleasedRenewed = false;
+  /** Ends a hold no renewal keeps alive when its lease ends (armed only then). */
+  leaseEndTimer: NodeJS.Timeout | undefined;
   // Created on first use of `signal`: most holds end without anyone looking at it, and an
   // AbortController per acquisition is a measurable share of an uncontended acquire+release.
   private controller: AbortController | undefined;
-  private lostWith: LockLostError | undefined;
+  private abortedWith: LockError | undefined;
 
   constructor(
     readonly name: string,
@@ -62,21 +95,78 @@ export class HeldLock {
     this.telemetry = terms.telemetry;
   }
 
-  /** Aborted with a `LockLostError` when the library learns the lock was lost. */
+  /** Aborted with a `LockError` when the hold stops being sure (lost, or the module shuts down). */
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.lostWith) this.controller.abort(this.lostWith);
+      if (this.abortedWith) this.controller.abort(this.abortedWith);
     }
     return this.controller.signal;
   }
 
+  /** Whether the signal was aborted (lost, or the module shuts down). */
+  get aborted(): boolean {
+    return this.abortedWith !== undefined;
+  }
+
+  /** Whether the lease (less the drift margin) has ended by `at` (monotonic ms). */
+  leaseEndedBy(at: number): boolean {
+    return at >= this.expiresAt - leaseDriftMs(this.leaseMs);
+  }
+
+  /** A grant or a renewal sent at `sentAt` with `leaseMs`: the lock is held until at least its end. */
+  extendLease(sentAt: number, leaseMs: number): void {
+    const end = sentAt + leaseMs;
+    if (end > this.expiresAt) this.expiresAt = end;
+  }
+
   lose(reason: string): LockLostError {
     const error = new LockLostError(this.name, reason);
-    this.lostWith = error;
     this.telemetry?.lost();
-    this.controller?.abort(error);
+    this.abort(error);
     return error;
+  }
+
+  /** Aborts the signal (once) without forgetting the hold: shutdown tells bodies before releasing. */
+  abort(error: LockError): void {
+    if (this.abortedWith) return;
+    this.abortedWith = error;
+    this.controller?.abort(error);
+  }
+
+  /** @internal One more hold with `terms` (see `HeldLocks.acquired`). */
+  add(terms: HoldTerms): void {
+    const renewed = terms.renewal !== undefined;
+    if (renewed) {
+      this.renewal = terms.renewal;
+      this.renewalLeaseMs = terms.leaseMs;
+      this.renewedHolds += 1;
+    }
+    if (this.holdCount === 0) this.firstRenewed = renewed;
+    else (this.stack ??= []).push(renewed);
+    this.holdCount += 1;
+    this.leaseMs = terms.leaseMs;
+    // A write hold taken by an owner that already reads (its read hold has no token) brings one.
+    this.fencingToken ??= terms.fencingToken;
+    this.extendLease(terms.grantSentAt, terms.leaseMs);
+  }
+
+  /** @internal One hold less, the innermost; returns true when none remain. */
+  remove(): boolean {
+    const renewed = this.stack?.length ? (this.stack.pop() as boolean) : this.firstRenewed;
+    this.lastReleasedRenewed = renewed;
+    if (renewed) this.renewedHolds -= 1;
+    this.holdCount -= 1;
+    return this.holdCount <= 0;
+  }
+
+  /** @internal Undoes the last `remove`. */
+  unremove(): void {
+    const renewed = this.lastReleasedRenewed;
+    if (renewed) this.renewedHolds += 1;
+    if (this.holdCount === 0) this.firstRenewed = renewed;
+    else (this.stack ??= []).push(renewed);
+    this.holdCount += 1;
   }
 }
 
@@ -89,6 +179,7 @@ export class HeldLocks {
   private readonly holds = new Map<string, Map<string, HeldLock>>();
   private count = 0;
   private onFirstHold: (() => void) | undefined;
+  private onLeaseEnded: ((hold: HeldLock) => void) | undefined;
 
   /** Called when the registry goes from empty to holding something (starts the watchdog). */
   whenFirstHeld(callback: () => void): void {
@@ -103,22 +194,20 @@ export class HeldLocks {
     return this.holds.get(lockKey)?.get(ownerId);
   }
 
-  /** Records one more hold; a watchdog-kept hold wins over a fixed lease on re-entry. */
+  /** Called when a hold that no renewal keeps alive reaches the end of its lease. */
+  whenLeaseEnds(callback: (hold: HeldLock) => void): void {
+    this.onLeaseEnded = callback;
+  }
+
+  /** Records one more hold (with its own lease: see `HeldLock`). */
   acquired(name: string, lockKey: string, ownerId: string, terms: HoldTerms): HeldLock {
     let hold = this.get(lockKey, ownerId);
     if (!hold) {
       hold = new HeldLock(name, lockKey, ownerId, terms);
       this.add(hold);
-    } else {
-      if (terms.renewal || !hold.renewal) {
-        hold.renewal = terms.renewal;
-        hold.leaseMs = terms.leaseMs;
-      }
-      // A write hold taken by an owner that already reads (its read hold has no token) brings one.
-      hold.fencingToken ??= terms.fencingToken;
     }
-    hold.leaseStartedAt = Date.now();
-    hold.holdCount += 1;
+    hold.add(terms);
+    this.leaseChanged(hold);
     return hold;
   }
 
@@ -127,8 +216,10 @@ export class HeldLocks {
    * so the watchdog stops renewing it before the caller sends the release.
    */
   released(hold: HeldLock): boolean {
-    hold.holdCount -= 1;
-    if (hold.holdCount > 0) return false;
+    if (!hold.remove()) {
+      this.leaseChanged(hold);
+      return false;
+    }
     this.forget(hold);
     return true;
   }
@@ -143,13 +234,16 @@ export class HeldLocks {
       current.holdCount += 1;
       return;
     }
-    hold.holdCount += 1;
+    hold.unremove();
     if (!current) this.add(hold);
+    this.leaseChanged(hold);
   }
 
   forget(hold: HeldLock): void {
     const owners = this.holds.get(hold.lockKey);
     if (owners?.get(hold.ownerId) !== hold) return;
+    clearTimeout(hold.leaseEndTimer);
+    hold.leaseEndTimer = undefined;
     owners.delete(hold.ownerId);
     if (owners.size === 0) this.holds.delete(hold.lockKey);
     this.count -= 1;
@@ -164,6 +258,23 @@ export class HeldLocks {
     const all: HeldLock[] = [];
     for (const owners of this.holds.values()) for (const hold of owners.values()) all.push(hold);
     return all;
+  }
+
+  /**
+   * A hold that no renewal keeps alive ends locally at its lease's end (less the drift margin), so
+   * its signal aborts before Redis lets the next owner in, not at the watchdog's next round.
+   */
+  leaseChanged(hold: HeldLock): void {
+    clearTimeout(hold.leaseEndTimer);
+    hold.leaseEndTimer = undefined;
+    if (hold.renewedHolds > 0 || !this.onLeaseEnded) return;
+    const onLeaseEnded = this.onLeaseEnded;
+    const ms = hold.expiresAt - leaseDriftMs(hold.leaseMs) - monotonicNow();
+    hold.leaseEndTimer = setTimeout(() => {
+      hold.leaseEndTimer = undefined;
+      if (this.isCurrent(hold)) onLeaseEnded(hold);
+    }, Math.max(0, Math.ceil(ms)));
+    hold.leaseEndTimer.unref?.();
   }
 
   private add(hold: HeldLock): void {

@@ -11,7 +11,7 @@ import { ServerVersionCheck } from '../redis/server-version';
 import type { EngineSeam } from './engine-seam';
 import { UnlockSubscriber, WAKE_ONE } from '../redis/unlock-subscriber';
 import { HeldLocks } from './held-locks';
-import { ReleasesInFlight } from './releases-in-flight';
+import { InFlight } from './in-flight';
 import { OwnerContext } from './owner-context';
 import { OwnerIds } from './owner-ids';
 import { REDLOCK_CONNECTION_DEFAULTS, RedLockMasters } from './redlock-masters';
@@ -85,7 +85,9 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly ownerContext = new OwnerContext();
   readonly holds = new HeldLocks();
   /** Releases that `run` sent without waiting for their answer; shutdown waits for them. */
-  readonly releasesInFlight = new ReleasesInFlight();
+  readonly releasesInFlight = new InFlight();
+  /** Bodies running under a lock (`run`, the decorators); shutdown gives them `shutdownTimeout` to end. */
+  readonly runningBodies = new InFlight();
   readonly watchdog: Watchdog;
   readonly scripts = loadScripts();
   /** Sharded pub/sub on a cluster keeps a release message inside its shard. */
@@ -108,6 +110,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   private readonly ownsClient: boolean;
   private readonly subscriberConnection: RedisClient;
   private shutdownStarted = false;
+  private shutdownReleaseStarted = false;
   /** The connection failure was logged; quiet until the connection is ready again. */
   private connectionFailureLogged = false;
 
@@ -173,12 +176,17 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     return this.ownerContext.ownerOf(lockKey) ?? fallbackOwner ?? this.ids.nextOwner();
   }
 
-  /**
-   * Shutdown began: it releases every hold this instance recorded and then closes the connections,
-   * so a locked call whose body settles after that has nothing left to release itself.
-   */
+  /** Shutdown began: no new acquisition is granted, running bodies were told (their signals aborted). */
   get shuttingDown(): boolean {
     return this.shutdownStarted;
+  }
+
+  /**
+   * The bodies' time is up: shutdown releases every hold this instance still records and closes the
+   * connections, so a locked call whose body settles after that has nothing left to release itself.
+   */
+  get releasingAtShutdown(): boolean {
+    return this.shutdownReleaseStarted;
   }
 
   /** The subscriber connection's state (ioredis `status`: `ready`, `connecting`, `wait` before first use...). */
@@ -207,15 +215,24 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     this.watchdog.startHeartbeat(() => this.instances.refresh());
   }
 
-  /** Stop renewing, cancel waits, release what this instance holds, close what it opened. */
+  /**
+   * Cancel waits; tell running bodies (their signals abort with `LockShutdownError`) and give them
+   * up to `shutdownTimeout` to end, their locks still renewed meanwhile; then stop renewing, release
+   * what this instance still holds and close what it opened. So a rolling deploy never lets another
+   * replica start a job while this one's body runs unaware. Bounded by `shutdownTimeout` plus
+   * about one `commandTimeout`.
+   */
   async onApplicationShutdown(): Promise<void> {
     if (this.shutdownStarted) return;
     this.shutdownStarted = true;
     this.client.off('ready', this.wakeWaiters);
     this.serverVersion.stop();
-    this.watchdog.stop();
     this.subscriber.close(new LockShutdownError());
     this.redlockMasters?.cancelWaits(new LockShutdownError());
+    for (const hold of this.holds.all()) hold.abort(new LockShutdownError(hold.name));
+    await this.runningBodies.settle(this.options.shutdownTimeout);
+    this.shutdownReleaseStarted = true;
+    this.watchdog.stop();
     // All bounded by commandTimeout, side by side: shutdown takes about one, whatever Redis does.
     // The releases `run` sent without waiting go first on the connection, so they are not undone.
     await Promise.all([

@@ -12,13 +12,15 @@ import {
 import { withTimeout } from '../redis/bounded-call';
 import { isNoScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
-import type { CustomRenewal, HeldLock, HeldLocks, ScriptRenewal } from './held-locks';
+import { leaseDriftMs, type CustomRenewal, type HeldLock, type HeldLocks, type ScriptRenewal } from './held-locks';
+import { monotonicNow } from './monotonic-clock';
 
 
 /**
  * One timer per module instance renews every watchdog-kept hold each `watchdogTimeout / 3`, in one
  * pipelined round trip per client (per slot on a cluster), each batch on its own so a failing shard
- * does not starve the others. Fixed-lease holds are only dropped locally when their lease runs out.
+ * does not starve the others. A hold without renewal ends by its own timer when its lease runs out
+ * (`HeldLocks`), which the watchdog answers like any loss.
  */
 export class Watchdog {
   private timer: NodeJS.Timeout | undefined;
@@ -43,6 +45,7 @@ export class Watchdog {
     private readonly logger: Logger,
   ) {
     holds.whenFirstHeld(() => this.start());
+    holds.whenLeaseEnds((hold) => this.lose(hold, LOST_LEASE_TIME_RAN_OUT, false));
   }
 
   /** Runs `beat` with every round and keeps the rounds going while nothing is held. */
@@ -67,7 +70,7 @@ export class Watchdog {
   renewNow(): Promise<void> {
     this.round ??= this.renewAll().finally(() => {
       this.round = undefined;
-      this.lastRoundAt = Date.now();
+      this.lastRoundAt = monotonicNow();
       if (this.holds.size === 0 && !this.heartbeat) {
         clearInterval(this.timer);
         this.timer = undefined;
@@ -83,19 +86,19 @@ export class Watchdog {
   }
 
   private async renewAll(): Promise<void> {
-    const now = Date.now();
+    const now = monotonicNow();
     this.roundFailed = false;
     const batches = new Map<RedisClient, Map<number, HeldLock[]>>();
     const ownRenewals: Promise<void>[] = [];
     for (const hold of this.holds.all()) {
-      if (!hold.renewal) {
-        if (now - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, LOST_LEASE_TIME_RAN_OUT, false);
+      if (hold.renewedHolds === 0 || !hold.renewal) {
+        if (hold.leaseEndedBy(now)) this.lose(hold, LOST_LEASE_TIME_RAN_OUT, false);
         continue;
       }
       // The lease ran out before this round could renew it (the process was paused or stalled, or
       // Redis did not answer in time): another owner may hold the lock now, so it counts as lost
       // whatever a renewal would say.
-      if (now - hold.leaseStartedAt >= hold.leaseMs) {
+      if (hold.leaseEndedBy(now)) {
         this.lose(hold, LOST_LEASE_RAN_OUT_UNRENEWED);
         continue;
       }
@@ -123,7 +126,7 @@ export class Watchdog {
 
   /** A hold with a renewal of its own (a RedLock): same outcomes as a batched one, on its own. */
   private async renewOnItsOwn(hold: HeldLock, renewal: CustomRenewal): Promise<void> {
-    const startedAt = Date.now();
+    const startedAt = monotonicNow();
     let renewed: boolean | undefined;
     let failure: unknown;
     try {
@@ -132,17 +135,17 @@ export class Watchdog {
       failure = error;
     }
     if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
-    if (renewed === true) hold.leaseStartedAt = startedAt;
+    if (renewed === true) this.renewed(hold, startedAt);
     else if (renewed === false) this.lose(hold, LOST_RENEWAL_FOUND_GONE);
     else {
       this.roundFailed = true;
-      if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, LOST_RENEWALS_FAILED);
+      if (hold.leaseEndedBy(monotonicNow())) this.lose(hold, LOST_RENEWALS_FAILED);
       else this.renewalFailed(hold, failure instanceof Error ? failure.message : String(failure));
     }
   }
 
   private async renewBatch(client: RedisClient, batch: HeldLock[]): Promise<void> {
-    const startedAt = Date.now();
+    const startedAt = monotonicNow();
     let results: Array<[Error | null, unknown]>;
     try {
       const pipeline = client.pipeline();
@@ -172,10 +175,10 @@ export class Watchdog {
         if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
         if (error) {
           this.roundFailed = true;
-          if (Date.now() - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, LOST_RENEWALS_FAILED);
+          if (hold.leaseEndedBy(monotonicNow())) this.lose(hold, LOST_RENEWALS_FAILED);
           else this.renewalFailed(hold, error.message);
         } else if (renewed === 1) {
-          hold.leaseStartedAt = startedAt;
+          this.renewed(hold, startedAt);
         } else {
           this.lose(hold, LOST_RENEWAL_FOUND_GONE);
         }
@@ -184,25 +187,38 @@ export class Watchdog {
   }
 
   /**
+   * A renewal sent at `sentAt` got through: the lease runs from then. Unless the hold's lease had
+   * ended locally by the time the answer came (the process stalled meanwhile): the hold was lost
+   * then, whatever Redis says now, and a body that ran on must have been told.
+   */
+  private renewed(hold: HeldLock, sentAt: number): void {
+    if (hold.leaseEndedBy(monotonicNow()) && hold.leaseEndedBy(sentAt)) {
+      this.lose(hold, LOST_LEASE_RAN_OUT_UNRENEWED);
+      return;
+    }
+    hold.extendLease(sentAt, hold.renewalLeaseMs);
+  }
+
+  /**
    * A renewal failed with lease left: warn, and make sure the hold counts as lost the moment its
    * lease runs out (not a round later) unless a renewal gets through before that.
    */
   private renewalFailed(hold: HeldLock, reason: string): void {
     this.logger.warn(RENEWAL_FAILED(hold.name, reason));
-    const at = hold.leaseStartedAt + hold.leaseMs;
+    const at = hold.expiresAt - leaseDriftMs(hold.leaseMs);
     if (this.stopped || at >= this.expiryAt) return;
     clearTimeout(this.expiryTimer);
     this.expiryAt = at;
-    this.expiryTimer = setTimeout(() => this.expireOverdue(), Math.max(0, at - Date.now()));
+    this.expiryTimer = setTimeout(() => this.expireOverdue(), Math.max(0, Math.ceil(at - monotonicNow())));
     this.expiryTimer.unref();
   }
 
   private expireOverdue(): void {
     this.expiryTimer = undefined;
     this.expiryAt = Number.POSITIVE_INFINITY;
-    const now = Date.now();
+    const now = monotonicNow();
     for (const hold of this.holds.all()) {
-      if (hold.renewal && now - hold.leaseStartedAt >= hold.leaseMs) this.lose(hold, LOST_RENEWALS_FAILED);
+      if (hold.renewedHolds > 0 && hold.leaseEndedBy(now)) this.lose(hold, LOST_RENEWALS_FAILED);
     }
   }
 

@@ -331,12 +331,13 @@ class PermitRequest implements Contender<Permit | null> {
     });
   }
 
-  held(grant: Grant, leaseMs: number, options: AcquireOptions | undefined): Permit {
+  held(grant: Grant, leaseMs: number, options: AcquireOptions | undefined, grantSentAt: number): Permit {
     const { semaphore, engine, waiterId } = this;
     const { keys } = semaphore;
     const fencingToken = grant.fencingToken as number;
     const terms: HoldTerms = {
       leaseMs,
+      grantSentAt,
       fencingToken,
       renewal:
         options?.leaseTime === undefined

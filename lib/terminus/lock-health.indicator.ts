@@ -4,6 +4,7 @@ import { HealthIndicatorService } from '@nestjs/terminus';
 import { HEALTH_PING_FAILED, HEALTH_RENEWALS_FAILING } from '../lock.messages';
 import { withTimeout } from '../redis/bounded-call';
 import { LockEngine } from '../runtime/lock-engine';
+import { monotonicNow } from '../runtime/monotonic-clock';
 
 /** What the indicator reports besides `status`. */
 export type LockHealthDetails = {
@@ -43,10 +44,10 @@ export class LockHealthIndicator {
     const indicator = this.health.check(key);
     const engine = this.engine ?? (this.engine = this.moduleRef.get<LockEngine, LockEngine>(LockEngine, { strict: false }));
     const { watchdog, options } = engine;
-    const now = Date.now();
+    const now = monotonicNow();
     const details: LockHealthDetails = {
       subscriber: engine.subscriberStatus,
-      watchdogRoundAgeMs: watchdog.lastRoundAt === undefined ? null : now - watchdog.lastRoundAt,
+      watchdogRoundAgeMs: watchdog.lastRoundAt === undefined ? null : Math.round(now - watchdog.lastRoundAt),
     };
     const startedAt = performance.now();
     try {
@@ -57,7 +58,7 @@ export class LockHealthIndicator {
     }
     const failingSince = watchdog.failingSince;
     if (failingSince !== undefined && now - failingSince > options.watchdogTimeout) {
-      return indicator.down({ ...details, message: HEALTH_RENEWALS_FAILING(now - failingSince, options.watchdogTimeout) });
+      return indicator.down({ ...details, message: HEALTH_RENEWALS_FAILING(Math.round(now - failingSince), options.watchdogTimeout) });
     }
     return indicator.up(details);
   }

@@ -368,14 +368,19 @@ const COMMANDS: Record<string, Command> = {
   },
   zadd: {
     minArgs: 3,
-    run: (keyspace, [key, ...pairs], now) => {
-      // Flags (NX, XX, GT, CH...) are not used by the library's scripts: a flag is a bad score here.
-      if (pairs.length % 2 !== 0) throw error(SYNTAX);
+    run: (keyspace, [key, ...args], now) => {
+      // GT (a lease that only grows) is the one flag the library's scripts use; any other flag is a
+      // bad score here.
+      const onlyGreater = args[0]?.toLowerCase() === 'gt';
+      const pairs = onlyGreater ? args.slice(1) : args;
+      if (pairs.length === 0 || pairs.length % 2 !== 0) throw error(SYNTAX);
       const scores = pairs.filter((_, i) => i % 2 === 0).map(score);
       const zset = keyspace.write(key, 'zset', now, () => new Map());
       let added = 0;
       for (let i = 0; i < pairs.length; i += 2) {
-        if (!zset.has(pairs[i + 1])) added++;
+        const current = zset.get(pairs[i + 1]);
+        if (current === undefined) added++;
+        else if (onlyGreater && scores[i / 2] <= current) continue;
         zset.set(pairs[i + 1], scores[i / 2]);
       }
       return added;

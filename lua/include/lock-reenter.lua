@@ -1,5 +1,7 @@
 -- Re-enter a hold the owner has of a lock hash (reentrant layout): one hold more, unless this very
--- request was applied already (a resend after a reconnect), and a fresh lease either way.
+-- request was applied already (a resend after a reconnect), and its lease either way. Each hold
+-- keeps its own lease, so the lock lives as long as the longest: a re-entry with a shorter lease
+-- never shortens it.
 -- Expects  lockKey, ownerId, requestField (<owner id>:rq), requestId, leaseMs
 -- Defines  nothing
 
@@ -7,4 +9,6 @@ if redis.call('hget', lockKey, requestField) ~= requestId then
   redis.call('hincrby', lockKey, ownerId, 1)
   redis.call('hset', lockKey, requestField, requestId)
 end
-redis.call('pexpire', lockKey, leaseMs)
+if redis.call('pttl', lockKey) < tonumber(leaseMs) then
+  redis.call('pexpire', lockKey, leaseMs)
+end

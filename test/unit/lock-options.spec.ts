@@ -60,6 +60,7 @@ describe('resolveLockOptions', () => {
       defaultWaitTime: 0,
       fairLockWaiterTimeout: 30,
       redlock: { clients: ['redis://a:1', 'redis://b:1'], masterTimeout: 1 },
+      shutdownTimeout: 10_000,
       syncReplicas: 2,
       syncReplicasTimeout: 1,
       commandTimeout: 1,
