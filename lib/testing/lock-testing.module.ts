@@ -4,7 +4,6 @@ import { LOCK_MODULE_ASYNC_OPTIONS_TYPE } from '../lock.module-definition';
 import { LockModule } from '../lock.module';
 import type { LockModuleOptions } from '../lock.options';
 import { LOCK_ENGINE_SEAM, type EngineSeam } from '../runtime/engine-seam';
-import { useTimersClock } from '../runtime/monotonic-clock';
 import { AcquisitionLog } from './acquisition-log';
 import { LockTestingControls } from './lock-testing-controls';
 import { loadFengari } from './lua-runner';
@@ -58,13 +57,11 @@ function withKit(base: DynamicModule): DynamicModule {
 export class LockTestingModule extends LockModule {
   static forRoot(options: LockTestingModuleOptions = {}): DynamicModule {
     loadFengari();
-    useTimersClock();
     return withKit(super.forRoot(options));
   }
 
   static forRootAsync(options: typeof LOCK_MODULE_ASYNC_OPTIONS_TYPE): DynamicModule {
     loadFengari();
-    useTimersClock();
     return withKit(super.forRootAsync(options));
   }
 }
