@@ -1,3 +1,4 @@
+import { monotonicNow } from '../runtime/monotonic-clock';
 import { LockError, LockUnavailableError, NoAnswerError } from '../errors';
 
 /**
@@ -54,7 +55,7 @@ class CallDeadlines {
   /** Expires the calls whose deadline passed (the oldest first), then waits for the next one's. */
   private sweep(): void {
     this.timer = undefined;
-    const now = Date.now();
+    const now = monotonicNow();
     for (const call of this.inFlight) {
       if (call.deadline > now) {
         this.timer = this.arm(call.deadline - now);
@@ -105,7 +106,7 @@ function bounded<T>(
   if (!deadlines) deadlinesByTimeout.set(timeoutMs, (deadlines = new CallDeadlines(timeoutMs)));
   const tracker = deadlines;
   return new Promise<T | LockUnavailableError>((resolve, reject) => {
-    const pending: PendingCall = { deadline: Date.now() + timeoutMs, lockName, unavailable: unavailableAsValue ? resolve : reject, expired: false };
+    const pending: PendingCall = { deadline: monotonicNow() + timeoutMs, lockName, unavailable: unavailableAsValue ? resolve : reject, expired: false };
     tracker.start(pending);
     let work: Promise<T>;
     try {

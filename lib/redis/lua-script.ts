@@ -42,9 +42,10 @@ export class LuaScript {
   }
 
   /**
-   * Runs the script: EVALSHA where the server is known to have it, else EVAL (which caches it), so
-   * calls run in the order they were written. A NOSCRIPT all the same (the server's cache was
-   * emptied) sends the source, unless the caller stopped waiting (`ticket`).
+   * Runs the script by SHA. Where the server is not known to have it, `SCRIPT LOAD` is written first
+   * on the same connection (pipelined: still one round trip), so calls run in the order they were
+   * written. A NOSCRIPT all the same (the server's cache was emptied: SCRIPT FLUSH) loads it again
+   * and resends the call, unless the caller stopped waiting (`ticket`). See `known-scripts.ts`.
    */
   run(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], ticket?: CallTicket): Promise<unknown>;
   /** The same, with the reply read by `read` (in the same step: one promise less than a `.then`). */
@@ -54,23 +55,36 @@ export class LuaScript {
     try {
       batchWrites(client);
       const known = KnownScripts.of(client);
-      if (!known.has(this.sha, keys)) {
-        return client.eval(this.source, keys.length, ...keys, ...args).then((reply) => {
-          known.add(this.sha, keys);
-          return read ? read(reply) : reply;
-        });
-      }
+      if (!known.has(this.sha, keys) && !known.load(this.sha, this.source, keys)) return this.evaluate(client, keys, args, read);
       return client.evalsha(this.sha, keys.length, ...keys, ...args).then(read, (error: unknown) => {
         if (!isNoScript(error)) throw error;
-        known.delete(this.sha, keys);
+        known.forgetAll();
         if (ticket?.expired) throw error;
-        // EVAL also caches the script, so the next EVALSHA on this server succeeds.
-        const evaluated = client.eval(this.source, keys.length, ...keys, ...args);
-        return read ? evaluated.then(read) : evaluated;
+        if (!known.load(this.sha, this.source, keys)) return this.evaluate(client, keys, args, read);
+        const resent = client.evalsha(this.sha, keys.length, ...keys, ...args);
+        return read ? resent.then(read) : resent;
       });
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * Makes sure commands written after this on `client` find the script (a pipeline of EVALSHAs,
+   * e.g. the watchdog's renewals): loads it where the server is not known to have it.
+   */
+  ensureLoaded(client: RedisClient, keys: readonly string[]): void {
+    const known = KnownScripts.of(client);
+    if (!known.has(this.sha, keys)) known.load(this.sha, this.source, keys);
+  }
+
+  /**
+   * EVAL, for the one case where no connection to load the script on is known yet (a cluster still
+   * discovering its slots): not counted as loaded, so a later call loads it for good.
+   */
+  private evaluate(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], read?: (reply: unknown) => unknown): Promise<unknown> {
+    const evaluated = client.eval(this.source, keys.length, ...keys, ...args);
+    return read ? evaluated.then(read) : evaluated;
   }
 }
 

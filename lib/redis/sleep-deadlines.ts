@@ -1,6 +1,8 @@
+import { monotonicNow } from '../runtime/monotonic-clock';
+
 /** What the deadline heap needs of a sleeping waiter (`Waiter` is one). */
 export interface Sleeping {
-  /** When the sleep ends at the latest (ms since the epoch). */
+  /** When the sleep ends at the latest (ms on the monotonic clock). */
   readonly wakeAt: number;
   /** Its place in the heap, kept by the heap; -1 when not in it. */
   heapIndex: number;
@@ -46,7 +48,7 @@ export class SleepDeadlines {
   private expire(): void {
     this.timer = undefined;
     this.armedFor = Number.POSITIVE_INFINITY;
-    const now = Date.now();
+    const now = monotonicNow();
     while (this.heap.length > 0 && this.heap[0].wakeAt <= now) this.heap[0].deadlinePassed();
     if (this.heap.length > 0) this.arm(this.heap[0].wakeAt);
   }
@@ -54,7 +56,7 @@ export class SleepDeadlines {
   private arm(at: number): void {
     if (this.timer) clearTimeout(this.timer);
     this.armedFor = at;
-    this.timer = setTimeout(this.fire, Math.max(1, at - Date.now()));
+    this.timer = setTimeout(this.fire, Math.max(1, at - monotonicNow()));
   }
 
   private disarm(): void {

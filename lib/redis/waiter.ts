@@ -1,3 +1,4 @@
+import { monotonicNow } from '../runtime/monotonic-clock';
 import { sleepDeadlines } from './sleep-deadlines';
 
 /** Told how a waiter's sleep ended (see `Waiter.sleepThen`). */
@@ -48,7 +49,7 @@ export class Waiter {
       return sleeper.woke();
     }
     this.sleeper = sleeper;
-    this.wakeAt = Date.now() + ms;
+    this.wakeAt = monotonicNow() + ms;
     sleepDeadlines.add(this);
   }
 

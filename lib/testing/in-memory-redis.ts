@@ -69,6 +69,11 @@ export class InMemoryRedis {
           this.lua = undefined;
           return new StatusReply('OK');
         }
+        if (sub === 'load') {
+          if (args.length !== 2) throw new ReplyError("ERR wrong number of arguments for 'script|load' command");
+          this.lua ??= new LuaRunner();
+          return this.lua.load(args[1]);
+        }
         throw new ReplyError(`ERR unknown subcommand '${args[0]}'`);
       }
       default:

@@ -129,6 +129,17 @@ export class LuaRunner {
 
   /** EVAL: compiles (and caches, as Redis does) the script, then runs it. */
   eval(source: string, keys: readonly string[], args: readonly string[], command: ScriptCommand): Reply {
+    return this.run(this.compile(source), keys, args, command);
+  }
+
+  /** SCRIPT LOAD: compiles and caches the script; answers its SHA. */
+  load(source: string): string {
+    this.compile(source);
+    return LuaRunner.sha1(source);
+  }
+
+  /** The registry reference of `source`'s compiled function, compiling it the first time. */
+  private compile(source: string): number {
     const sha = LuaRunner.sha1(source);
     let ref = this.bySha.get(sha);
     if (ref === undefined) {
@@ -142,7 +153,7 @@ export class LuaRunner {
       ref = lauxlib.luaL_ref(this.L, lua.LUA_REGISTRYINDEX);
       this.bySha.set(sha, ref);
     }
-    return this.run(ref, keys, args, command);
+    return ref;
   }
 
   private run(ref: number, keys: readonly string[], args: readonly string[], command: ScriptCommand): Reply {

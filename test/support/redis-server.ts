@@ -42,10 +42,15 @@ function wrap(host: string, port: number, controls: Pick<TestRedis, 'pause' | 'r
   };
 }
 
-async function startBinary(extraArgs: readonly string[]): Promise<TestRedis> {
+/** Starts the `redis-server` at `binary` (a particular version, whatever `REDIS_SERVER_BIN` says) on a free port. */
+export function startRedisBinary(binary: string, extraArgs: readonly string[] = []): Promise<TestRedis> {
+  return startBinary(extraArgs, binary);
+}
+
+async function startBinary(extraArgs: readonly string[], binary = redisServerBin()): Promise<TestRedis> {
   const port = await freePort();
   const child: ChildProcess = spawn(
-    redisServerBin(),
+    binary,
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs],
     { stdio: 'ignore' },
   );
