@@ -6,6 +6,7 @@ import { FairLockService, LockService, ReadWriteLockService, SemaphoreService } 
 import { LuaScript } from '../lib/redis/lua-script';
 import { CommandMonitor } from './support/command-monitor';
 import { createLockApp } from './support/lock-app';
+import { describeOnCluster, namesOnEveryMaster, startRedisCluster, type TestRedisCluster } from './support/redis-cluster';
 import { startRedis, startRedisBinary, type TestRedis } from './support/redis-server';
 
 /**
@@ -139,5 +140,38 @@ onRedis74()('Redis 7.4: another client evicting EVAL-loaded scripts', () => {
     expect(busy).toEqual([]);
     const shas = ['reentrant-acquire', 'reentrant-release', 'fair-acquire', 'semaphore-release'].map((name) => LuaScript.named(name).sha);
     expect(await raw.script('EXISTS', ...shas)).toEqual([1, 1, 1, 1]);
+  });
+});
+
+describeOnCluster('scripts on a Redis Cluster: loaded on each slot\'s master', () => {
+  let cluster: TestRedisCluster;
+  let app: TestingModule;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+    app = await createLockApp({ redis: cluster.cluster() });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await cluster?.stop();
+  });
+
+  it('every master gets the scripts by SCRIPT LOAD, none by EVAL; after SCRIPT FLUSH on every master run() then tryLock() finds the lock free', async () => {
+    const names = (await namesOnEveryMaster(cluster, 'sl-cl', 1, (name) => `lock:{${name}}`)).map((group) => group[0]);
+    const monitors = await Promise.all(cluster.masters.map((master) => CommandMonitor.start(master.client())));
+    try {
+      for (const name of names) expect(await runThenTryLock(app, name)).toEqual([]);
+      for (const master of cluster.masters) await master.client().script('FLUSH');
+      for (const name of names) expect(await runThenTryLock(app, `${name}`)).toEqual([]);
+      for (const [i, monitor] of monitors.entries()) {
+        const marker = cluster.masters[i].client();
+        const to = await monitor.mark(marker);
+        expect(monitor.count((args) => /^eval$/i.test(args[0]), { to })).toBe(0);
+        expect(monitor.count((args) => /^script$/i.test(args[0]) && /^load$/i.test(args[1]), { to })).toBeGreaterThan(0);
+      }
+    } finally {
+      for (const monitor of monitors) monitor.stop();
+    }
   });
 });
