@@ -140,9 +140,13 @@ function checkRedis(option: string, value: unknown): RedisConnectionOption {
   );
 }
 
+/**
+ * A duration option: whole milliseconds (Redis takes nothing else; a fraction is refused here, at
+ * bootstrap, rather than rounded, since an option is written once and a fraction is a slip).
+ */
 function checkMs(option: string, value: unknown, min: number): number {
-  if (typeof value === 'number' && Number.isFinite(value) && value >= min) return value;
-  throw new Error(INVALID_OPTION(option, `a finite number of milliseconds >= ${min}`, value));
+  if (typeof value === 'number' && Number.isInteger(value) && value >= min) return value;
+  throw new Error(INVALID_OPTION(option, `a whole number of milliseconds >= ${min}`, value));
 }
 
 function checkCount(option: string, value: unknown): number {

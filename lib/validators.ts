@@ -17,13 +17,30 @@ export function checkTime(what: string, value: number | undefined, allowInfinity
 }
 
 /**
- * The times of one acquisition: `waitMs` a number of milliseconds >= 0 (Infinity: no limit),
- * `leaseTime` omitted (the watchdog renews) or a finite number > 0 (a lease of 0 would end at once).
+ * A duration given to one call, in whole milliseconds: a fraction is rounded up (1500.5 -> 1501),
+ * since Redis takes whole milliseconds (a PEXPIRE refusing 1500.5 after the hold was written would
+ * leave a key without a TTL). Up, so a lease or a wait is never shorter than asked. Infinity stays.
+ * Module and decorator options are refused instead (`lock.options.ts`, `decorators/`): they are
+ * written once, and a fraction there is a typo worth hearing about at bootstrap.
  */
-export function checkAcquireTimes(waitMs: number, leaseTime: number | undefined): void {
+export const wholeMs = (ms: number): number => Math.ceil(ms);
+
+/** The times of one acquisition, checked (`checkAcquireTimes`) and in whole milliseconds. */
+export interface AcquireTimes {
+  readonly waitMs: number;
+  readonly leaseTime: number | undefined;
+}
+
+/**
+ * Checks the times of one acquisition (`waitMs` a number of milliseconds >= 0, Infinity: no limit;
+ * `leaseTime` omitted, the watchdog renews, or a finite number > 0: a lease of 0 would end at once)
+ * and answers them in whole milliseconds, rounded up: use the answer, not the values given.
+ */
+export function checkAcquireTimes(waitMs: number, leaseTime: number | undefined): AcquireTimes {
   checkTime('waitTime', waitMs, true);
   checkTime('leaseTime', leaseTime, false);
   if (leaseTime === 0) throw new RangeError(INVALID_TIME('leaseTime (> 0)', leaseTime));
+  return { waitMs: wholeMs(waitMs), leaseTime: leaseTime === undefined ? undefined : wholeMs(leaseTime) };
 }
 
 /** Throws a `RangeError` naming the value unless `permits` is a whole number >= 1. */

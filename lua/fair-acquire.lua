@@ -5,7 +5,7 @@
 -- KEYS[3]  waiter deadlines: sorted set owner id -> deadline in ms on the server clock; a waiter that
 --          stops refreshing its deadline (it crashed) is dropped once the deadline passes
 -- KEYS[4]  fence: the last fencing token handed out for this name (see reentrant-acquire.lua)
--- ARGV[1]  lease in ms
+-- ARGV[1]  lease in ms (a fraction is rounded up: PEXPIRE takes whole ms, and a failed one would leave the hold without a TTL)
 -- ARGV[2]  owner id
 -- ARGV[3]  request id: a resent acquire finds its own id applied and does not raise the hold count twice
 -- ARGV[4]  waiter timeout in ms: a waiter's deadline is now + this, refreshed by each of its attempts
@@ -17,7 +17,7 @@ local lockKey = KEYS[1]
 local lineKey = KEYS[2]
 local deadlinesKey = KEYS[3]
 local fenceKey = KEYS[4]
-local leaseMs = tonumber(ARGV[1])
+local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local requestId = ARGV[3]
 local waiterTimeoutMs = tonumber(ARGV[4])

@@ -11,7 +11,7 @@
 -- KEYS[6]  channel on which released permits wake the waiters they admit
 -- ARGV[1]  permits: the limit the caller expects
 -- ARGV[2]  take: how many permits the caller asks for (1 <= take <= permits)
--- ARGV[3]  lease in ms
+-- ARGV[3]  lease in ms (a fraction is rounded up: PEXPIRE takes whole ms)
 -- ARGV[4]  permit id (one per acquisition: an owner id)
 -- ARGV[5]  waiter timeout in ms: a waiter's deadline is now + this
 -- ARGV[6]  '1' to join (or keep a place in) the line when not granted; '0' for a single attempt
@@ -29,7 +29,7 @@ local fenceKey = KEYS[5]
 local channel = KEYS[6]
 local permits = tonumber(ARGV[1])
 local take = tonumber(ARGV[2])
-local leaseMs = tonumber(ARGV[3])
+local leaseMs = math.ceil(tonumber(ARGV[3]))
 local permitId = ARGV[4]
 local waiterTimeoutMs = tonumber(ARGV[5])
 local joinLine = ARGV[6] == '1'

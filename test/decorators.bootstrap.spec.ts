@@ -216,8 +216,11 @@ describe('@DistributedLock key templates and errors', () => {
 
     it.each<[string, object, string]>([
       ['an unknown mode', { mode: 'exclusive' }, `option "mode" must be 'reentrant' | 'fair' | 'read' | 'write' (got "exclusive")`],
-      ['a negative waitTime', { waitTime: -1 }, 'option "waitTime" must be a number of milliseconds >= 0 (got -1)'],
-      ['a zero leaseTime', { leaseTime: 0 }, 'option "leaseTime" must be a finite number of milliseconds > 0 (got 0)'],
+      ['a negative waitTime', { waitTime: -1 }, 'option "waitTime" must be a whole number of milliseconds >= 0, or Infinity (got -1)'],
+      ['a fractional waitTime', { waitTime: 250.5 }, 'option "waitTime" must be a whole number of milliseconds >= 0, or Infinity (got 250.5)'],
+      ['a zero leaseTime', { leaseTime: 0 }, 'option "leaseTime" must be a whole number of milliseconds > 0 (got 0)'],
+      ['a fractional leaseTime', { leaseTime: 1500.5 }, 'option "leaseTime" must be a whole number of milliseconds > 0 (got 1500.5)'],
+      ['a fractional minHoldTime', { minHoldTime: 10.5 }, 'option "minHoldTime" must be a whole number of milliseconds >= 0 (got 10.5)'],
       ['an unknown option', { timeout: 5 }, 'option "timeout" must be one of the known options'],
     ])('%s fails, naming the option and value', async (_what, lockOptions, message) => {
       @Injectable()

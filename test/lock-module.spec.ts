@@ -36,7 +36,7 @@ describe('LockModule', () => {
       ['watchdogTimeout', { watchdogTimeout: '30s' }, /"watchdogTimeout".*got "30s"/],
       ['defaultWaitTime', { defaultWaitTime: Number.NaN }, /"defaultWaitTime".*\(got NaN\)/],
       ['watchdogTimeout Infinity', { watchdogTimeout: Number.POSITIVE_INFINITY }, /"watchdogTimeout".*\(got Infinity\)/],
-      ['commandTimeout', { commandTimeout: 0 }, /"commandTimeout" must be a finite number of milliseconds >= 1 \(got 0\)/],
+      ['commandTimeout', { commandTimeout: 0 }, /"commandTimeout" must be a whole number of milliseconds >= 1 \(got 0\)/],
       ['commandTimeout NaN', { commandTimeout: Number.NaN }, /"commandTimeout".*\(got NaN\)/],
       ['commandTimeout string', { commandTimeout: '3000' }, /"commandTimeout".*\(got "3000"\)/],
       ['fairLockWaiterTimeout', { fairLockWaiterTimeout: 0 }, /"fairLockWaiterTimeout"/],

@@ -162,7 +162,7 @@ describe('@DistributedSemaphore at bootstrap', () => {
     );
     // options checked by the machinery shared with @DistributedLock
     expect(await messageOf(BadLease)).toContain(
-      '@DistributedSemaphore on BadLease.run: option "leaseTime" must be a finite number of milliseconds > 0 (got 0)',
+      '@DistributedSemaphore on BadLease.run: option "leaseTime" must be a whole number of milliseconds > 0 (got 0)',
     );
     expect(await messageOf(Synchronous)).toContain('@DistributedSemaphore on Synchronous.run: the method is declared to return String');
     // bootstrap: two LockModules that could serve the provider

@@ -139,7 +139,7 @@ describe('syncReplicas options', () => {
     [{ syncReplicas: -1 }, /"syncReplicas" must be a whole number >= 0 \(got -1\)/],
     [{ syncReplicas: 1.5 }, /"syncReplicas" must be a whole number >= 0 \(got 1.5\)/],
     [{ syncReplicas: '1' }, /"syncReplicas" must be a whole number >= 0 \(got "1"\)/],
-    [{ syncReplicas: 1, syncReplicasTimeout: 0 }, /"syncReplicasTimeout" must be a finite number of milliseconds >= 1 \(got 0\)/],
+    [{ syncReplicas: 1, syncReplicasTimeout: 0 }, /"syncReplicasTimeout" must be a whole number of milliseconds >= 1 \(got 0\)/],
   ])('rejects %j at bootstrap, naming the option', async (options, message) => {
     await expect(createLockApp({ redis: 'redis://127.0.0.1:1', ...(options as object) })).rejects.toThrow(message);
   });

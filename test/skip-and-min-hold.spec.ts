@@ -390,7 +390,7 @@ describe('skipIfLocked and minHoldTime', () => {
         @FairLock('a', { skipIfLocked: 'yes' as unknown as boolean })
         async job() {}
       }
-      await expect(bootstrap(Negative)).rejects.toThrow('@DistributedLock on Negative.job: option "minHoldTime" must be a finite number of milliseconds >= 0 (got -5)');
+      await expect(bootstrap(Negative)).rejects.toThrow('@DistributedLock on Negative.job: option "minHoldTime" must be a whole number of milliseconds >= 0 (got -5)');
       await expect(bootstrap(NotBoolean)).rejects.toThrow('@DistributedLock on NotBoolean.job: option "skipIfLocked" must be a boolean (got "yes")');
     });
   });

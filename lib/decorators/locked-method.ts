@@ -94,15 +94,18 @@ function checkOptions(
 export function checkRunOptions(method: string, options: RunOptions, decorator: DecoratorName): RunOptions {
   const bad = (option: string, expected: string, value: unknown) => new TypeError(DECORATOR_BAD_OPTION(method, option, expected, value, decorator));
   const { waitTime, leaseTime, skipIfLocked, minHoldTime } = options;
-  if (waitTime !== undefined && (typeof waitTime !== 'number' || Number.isNaN(waitTime) || waitTime < 0)) {
-    throw bad('waitTime', 'a number of milliseconds >= 0', waitTime);
+  // Whole milliseconds, refused at bootstrap otherwise: an option is written once, and a fraction is
+  // a slip to hear about now (a per-call time is rounded up instead: validators.ts, wholeMs).
+  const whole = (value: number) => Number.isInteger(value);
+  if (waitTime !== undefined && (typeof waitTime !== 'number' || !(whole(waitTime) || waitTime === Number.POSITIVE_INFINITY) || waitTime < 0)) {
+    throw bad('waitTime', 'a whole number of milliseconds >= 0, or Infinity', waitTime);
   }
-  if (leaseTime !== undefined && (typeof leaseTime !== 'number' || !Number.isFinite(leaseTime) || leaseTime <= 0)) {
-    throw bad('leaseTime', 'a finite number of milliseconds > 0', leaseTime);
+  if (leaseTime !== undefined && (typeof leaseTime !== 'number' || !whole(leaseTime) || leaseTime <= 0)) {
+    throw bad('leaseTime', 'a whole number of milliseconds > 0', leaseTime);
   }
   if (skipIfLocked !== undefined && typeof skipIfLocked !== 'boolean') throw bad('skipIfLocked', 'a boolean', skipIfLocked);
-  if (minHoldTime !== undefined && (typeof minHoldTime !== 'number' || !Number.isFinite(minHoldTime) || minHoldTime < 0)) {
-    throw bad('minHoldTime', 'a finite number of milliseconds >= 0', minHoldTime);
+  if (minHoldTime !== undefined && (typeof minHoldTime !== 'number' || !whole(minHoldTime) || minHoldTime < 0)) {
+    throw bad('minHoldTime', 'a whole number of milliseconds >= 0', minHoldTime);
   }
   if (minHoldTime !== undefined && leaseTime !== undefined && minHoldTime > leaseTime) {
     throw new RangeError(DECORATOR_MIN_HOLD_OVER_LEASE(method, minHoldTime, leaseTime, decorator));

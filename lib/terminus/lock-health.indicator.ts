@@ -49,10 +49,10 @@ export class LockHealthIndicator {
       subscriber: engine.subscriberStatus,
       watchdogRoundAgeMs: watchdog.lastRoundAt === undefined ? null : Math.round(now - watchdog.lastRoundAt),
     };
-    const startedAt = monotonicNow();
+    const startedAt = performance.now();
     try {
       await withTimeout(engine.client.ping(), options.commandTimeout);
-      details.pingMs = Math.round((monotonicNow() - startedAt) * 10) / 10;
+      details.pingMs = Math.round((performance.now() - startedAt) * 10) / 10;
     } catch (error) {
       return indicator.down({ ...details, message: HEALTH_PING_FAILED(error instanceof Error ? error.message : String(error)) });
     }

@@ -7,7 +7,7 @@ local latest = redis.call('zrange', deadlinesKey, -1, -1, 'withscores')
 if latest[1] == nil then
   redis.call('del', lineKey, deadlinesKey)
 else
-  local ttl = math.max(1, tonumber(latest[2]) - now)
+  local ttl = math.max(1, math.ceil(tonumber(latest[2]) - now))
   redis.call('pexpire', lineKey, ttl)
   redis.call('pexpire', deadlinesKey, ttl)
 end

@@ -49,6 +49,7 @@ describe('resolveLockOptions', () => {
       syncReplicas: 2,
       syncReplicasTimeout: 1,
       commandTimeout: 1,
+      shutdownTimeout: 0,
       clientName: 'orders-api',
       telemetryLockNames: true,
       isGlobal: true,
@@ -60,10 +61,10 @@ describe('resolveLockOptions', () => {
       defaultWaitTime: 0,
       fairLockWaiterTimeout: 30,
       redlock: { clients: ['redis://a:1', 'redis://b:1'], masterTimeout: 1 },
-      shutdownTimeout: 10_000,
       syncReplicas: 2,
       syncReplicasTimeout: 1,
       commandTimeout: 1,
+      shutdownTimeout: 0,
       clientName: 'orders-api',
       telemetryLockNames: true,
     });
@@ -87,8 +88,8 @@ describe('resolveLockOptions', () => {
   });
 
   const milliseconds = (option: string, min: number) =>
-    [min - 1, -1, Number.NaN, Number.POSITIVE_INFINITY, '1000', null, true].filter((v, i, all) => all.indexOf(v) === i).map(
-      (value) => [option, value, `LockModule option "${option}" must be a finite number of milliseconds >= ${min}`] as const,
+    [min - 1, -1, Number.NaN, Number.POSITIVE_INFINITY, '1000', null, true, min + 1500.5].filter((v, i, all) => all.indexOf(v) === i).map(
+      (value) => [option, value, `LockModule option "${option}" must be a whole number of milliseconds >= ${min}`] as const,
     );
 
   it.each([
@@ -104,6 +105,7 @@ describe('resolveLockOptions', () => {
     ...milliseconds('fairLockWaiterTimeout', 30),
     ...milliseconds('syncReplicasTimeout', 1),
     ...milliseconds('commandTimeout', 1),
+    ...milliseconds('shutdownTimeout', 0),
     ['syncReplicas', -1, 'LockModule option "syncReplicas" must be a whole number >= 0 (got -1)'],
     ['syncReplicas', 1.5, 'LockModule option "syncReplicas" must be a whole number >= 0 (got 1.5)'],
     ['syncReplicas', '1', 'LockModule option "syncReplicas" must be a whole number >= 0 (got "1")'],
@@ -137,8 +139,9 @@ describe('resolveLockOptions', () => {
       ['an unknown key', { clients: ['redis://a:1'], retryCount: 3 }, 'LockModule option "redlock.retryCount" is not a known option (known: clients, masterTimeout)'],
       ['a bad client', { clients: ['redis://a:1', 'a:1'] }, 'LockModule option "redlock.clients[1]" must be an ioredis Redis/Cluster instance'],
       ['a master listed twice', { clients: ['redis://a:1', 'redis://b:1', 'redis://a:1'] }, 'LockModule option "redlock.clients[2]" must be a master not listed before (it repeats redlock.clients[0])'],
-      ['masterTimeout 0', { clients: ['redis://a:1'], masterTimeout: 0 }, 'LockModule option "redlock.masterTimeout" must be a finite number of milliseconds >= 1 (got 0)'],
-      ['masterTimeout as text', { clients: ['redis://a:1'], masterTimeout: '100' }, 'LockModule option "redlock.masterTimeout" must be a finite number'],
+      ['masterTimeout 0', { clients: ['redis://a:1'], masterTimeout: 0 }, 'LockModule option "redlock.masterTimeout" must be a whole number of milliseconds >= 1 (got 0)'],
+      ['masterTimeout 150.5', { clients: ['redis://a:1'], masterTimeout: 150.5 }, 'LockModule option "redlock.masterTimeout" must be a whole number of milliseconds >= 1 (got 150.5)'],
+      ['masterTimeout as text', { clients: ['redis://a:1'], masterTimeout: '100' }, 'LockModule option "redlock.masterTimeout" must be a whole number'],
     ])('refuses %s, naming the option', (_what, redlock, message) => {
       expect(() => resolve({ redlock })).toThrow(message);
     });
