@@ -296,3 +296,6 @@ export const TESTING_KIT_LOST = 'the testing controls made it vanish (loseLock)'
 
 export const TESTING_KIT_BAD_HOLD = (name: string, problem: string): string =>
   `holdElsewhere("${name}"): ${problem}`;
+
+export const TESTING_KIT_BAD_REPLICAS = (value: unknown): string =>
+  `LockTestingModule option "replicas" (or setReplicas) must be a whole number >= 0 (got ${show(value)})`;

@@ -1,6 +1,7 @@
 import { ReplyError } from 'ioredis';
 import { Keyspace, StatusReply, type Reply } from './keyspace';
 import { LuaRunner } from './lua-runner';
+import { monotonicNow } from '../runtime/monotonic-clock';
 
 /** A connection as the server sees it: where pub/sub messages go. */
 export interface Subscriber {
@@ -20,11 +21,24 @@ export interface AvailabilityListener {
  */
 export class InMemoryRedis {
   readonly keyspace = new Keyspace();
+  /**
+   * The server's clock: wall-clock time as of the server's start, moved on by the monotonic clock
+   * (whole ms, as Redis counts). So fake timers move it (and expire keys), while a wall-clock step
+   * (`Date.now` mocked to jump) neither expires a lease nor stretches one, as with a real server
+   * whose clock the client's step does not touch.
+   */
+  private readonly epochOffset = Date.now() - monotonicNow();
   private lua: LuaRunner | undefined;
   private readonly channels = new Map<string, Set<Subscriber>>();
   private readonly shardChannels = new Map<string, Set<Subscriber>>();
   private readonly listeners = new Set<AvailabilityListener>();
   private up = true;
+  /**
+   * Replicas that confirm writes (`WAIT`): none unless a test says so
+   * (`LockTestingModule.forRoot({ replicas })`, `LockTestingControls.setReplicas`), so `syncReplicas`
+   * fails in the kit as it does against a server without replicas.
+   */
+  replicas = 0;
 
   get available(): boolean {
     return this.up;
@@ -57,7 +71,7 @@ export class InMemoryRedis {
         const keys = args.slice(2, 2 + numKeys);
         const argv = args.slice(2 + numKeys);
         // One clock for the whole script, as Redis freezes time while a script runs.
-        const now = Date.now();
+        const now = this.now();
         const call = (inner: string, innerArgs: string[]): Reply => this.scriptCommand(inner, innerArgs, now);
         this.lua ??= new LuaRunner();
         return command === 'eval' ? this.lua.eval(args[0], keys, argv, call) : this.lua.evalsha(args[0], keys, argv, call);
@@ -76,9 +90,24 @@ export class InMemoryRedis {
         }
         throw new ReplyError(`ERR unknown subcommand '${args[0]}'`);
       }
+      case 'wait': {
+        // WAIT numreplicas timeout: as many as asked, up to the replicas this server has. Answered at
+        // once (a real server with too few would first wait out the timeout: same outcome).
+        if (args.length !== 2) throw new ReplyError("ERR wrong number of arguments for 'wait' command");
+        const asked = Number(args[0]);
+        const timeout = Number(args[1]);
+        if (!Number.isInteger(asked) || !Number.isInteger(timeout)) throw new ReplyError('ERR value is not an integer or out of range');
+        if (timeout < 0) throw new ReplyError('ERR timeout is negative');
+        return Math.min(asked, this.replicas);
+      }
       default:
-        return this.scriptCommand(command, args, Date.now());
+        return this.scriptCommand(command, args, this.now());
     }
+  }
+
+  /** Now on the server's clock, in ms since the epoch. */
+  now(): number {
+    return Math.floor(monotonicNow() + this.epochOffset);
   }
 
   subscribe(subscriber: Subscriber, channel: string, sharded: boolean): void {

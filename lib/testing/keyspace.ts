@@ -70,15 +70,15 @@ function range(length: number, startText: string, stopText: string): [number, nu
 /**
  * The data of one simulated Redis server: strings, hashes, lists and sorted sets with key expiry,
  * and the commands the library's scripts and queries use, answering as Redis 7 does. Expiry is
- * read from `Date.now()` when a key is touched (no timer), so fake timers move it; a script sees
- * one clock for its whole run, as in Redis.
+ * read from the server's clock (`InMemoryRedis.now`) when a key is touched (no timer), so fake
+ * timers move it; a script sees one clock for its whole run, as in Redis.
  */
 export class Keyspace {
   private readonly entries = new Map<string, Entry>();
   private lastMicros = 0;
 
   /**
-   * TIME in microseconds at `now` (ms): Date.now() has no microseconds, so two calls in one
+   * TIME in microseconds at `now` (ms): the server's clock has no microseconds, so two calls in one
    * millisecond would read the same time where Redis's clock moved on; it never repeats here.
    */
   microsAt(now: number): number {
@@ -195,7 +195,6 @@ const COMMANDS: Record<string, Command> = {
     run: () => '# Server\r\nredis_version:7.2.0\r\nredis_mode:standalone\r\nexecutable:nestjs-redis-locks/testing\r\n',
   },
   // Every replica (there are none) confirms at once: syncReplicas works without a replica set.
-  wait: { minArgs: 2, run: (_, [replicas]) => integer(replicas) },
   dbsize: { minArgs: 0, run: (keyspace, _, now) => keyspace.keys(now).length },
   flushall: {
     minArgs: 0,

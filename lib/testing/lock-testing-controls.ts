@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { LOCK_LOST, TESTING_KIT_BAD_HOLD, TESTING_KIT_LOST } from '../lock.messages';
+import { LOCK_LOST, TESTING_KIT_BAD_HOLD, TESTING_KIT_BAD_REPLICAS, TESTING_KIT_LOST } from '../lock.messages';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.module-definition';
 import type { ResolvedLockOptions } from '../lock.options';
 import { LockInspector } from '../introspection/lock-inspector';
@@ -112,6 +112,17 @@ export class LockTestingControls implements OnApplicationShutdown {
    */
   setUnavailable(on: boolean): void {
     this.network.setAvailable(!on);
+  }
+
+  /**
+   * How many replicas confirm writes from now on (Redis `WAIT`), for code using the `syncReplicas`
+   * option: with fewer than `syncReplicas` (none by default) every acquisition fails as it would
+   * against a server without enough replicas. `LockTestingModule.forRoot({ replicas })` sets it
+   * from the start.
+   */
+  setReplicas(count: number): void {
+    if (!Number.isInteger(count) || count < 0) throw new RangeError(TESTING_KIT_BAD_REPLICAS(count));
+    this.network.setReplicas(count);
   }
 
   /** Every acquisition of this module so far, in the order they ended. */

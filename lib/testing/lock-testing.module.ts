@@ -1,5 +1,5 @@
 import { DynamicModule, Logger, Provider } from '@nestjs/common';
-import { TESTING_KIT_IN_PRODUCTION } from '../lock.messages';
+import { TESTING_KIT_BAD_REPLICAS, TESTING_KIT_IN_PRODUCTION } from '../lock.messages';
 import { LOCK_MODULE_ASYNC_OPTIONS_TYPE } from '../lock.module-definition';
 import { LockModule } from '../lock.module';
 import type { LockModuleOptions } from '../lock.options';
@@ -10,18 +10,26 @@ import { loadFengari } from './lua-runner';
 import { SimulatedNetwork } from './simulated-network';
 
 /**
- * Options of `LockTestingModule.forRoot`: LockModule's, validated the same way. No network is
- * used: `redis` and each of `redlock.clients` only name simulated in-memory servers (the same
- * address is the same server), and `syncReplicas` is confirmed at once.
+ * Options of `LockTestingModule.forRoot`: LockModule's, validated the same way, plus the kit's own
+ * `replicas`. No network is used: `redis` and each of `redlock.clients` only name simulated
+ * in-memory servers (the same address is the same server).
  */
-export type LockTestingModuleOptions = LockModuleOptions;
+export interface LockTestingModuleOptions extends LockModuleOptions {
+  /**
+   * How many replicas each simulated server has to confirm writes (Redis `WAIT`). Default 0: with
+   * `syncReplicas` set, every acquisition then fails, as against a server without replicas; set this
+   * to at least `syncReplicas` for acquisitions to succeed. `LockTestingControls.setReplicas`
+   * changes it during a test (a replica falling behind).
+   */
+  replicas?: number;
+}
 
 let warnedInProduction = false;
 
 /** The testing kit's own providers, added to LockModule's. */
-function kitProviders(): Provider[] {
+function kitProviders(replicas: number): Provider[] {
   return [
-    { provide: SimulatedNetwork, useFactory: () => new SimulatedNetwork() },
+    { provide: SimulatedNetwork, useFactory: () => new SimulatedNetwork(replicas) },
     AcquisitionLog,
     {
       provide: LOCK_ENGINE_SEAM,
@@ -38,10 +46,10 @@ function kitProviders(): Provider[] {
   ];
 }
 
-function withKit(base: DynamicModule): DynamicModule {
+function withKit(base: DynamicModule, replicas = 0): DynamicModule {
   return {
     ...base,
-    providers: [...(base.providers ?? []), ...kitProviders()],
+    providers: [...(base.providers ?? []), ...kitProviders(replicas)],
     exports: [...(base.exports ?? []), LockTestingControls],
   };
 }
@@ -57,7 +65,9 @@ function withKit(base: DynamicModule): DynamicModule {
 export class LockTestingModule extends LockModule {
   static forRoot(options: LockTestingModuleOptions = {}): DynamicModule {
     loadFengari();
-    return withKit(super.forRoot(options));
+    const { replicas = 0, ...lockOptions } = options;
+    if (!Number.isInteger(replicas) || replicas < 0) throw new Error(TESTING_KIT_BAD_REPLICAS(replicas));
+    return withKit(super.forRoot(lockOptions), replicas);
   }
 
   static forRootAsync(options: typeof LOCK_MODULE_ASYNC_OPTIONS_TYPE): DynamicModule {

@@ -11,11 +11,17 @@ import { StandInConnection } from './stand-in-connection';
 export class SimulatedNetwork {
   private readonly servers = new Map<unknown, InMemoryRedis>();
 
+  /** `replicas`: how many replicas confirm writes on every server (see `setReplicas`). */
+  constructor(private replicas = 0) {}
+
   /** The server of `option` (a URL, ioredis options or a client instance), made on first use. */
   serverFor(option: RedisConnectionOption): InMemoryRedis {
     const address = addressOf(option);
     let server = this.servers.get(address);
-    if (!server) this.servers.set(address, (server = new InMemoryRedis()));
+    if (!server) {
+      this.servers.set(address, (server = new InMemoryRedis()));
+      server.replicas = this.replicas;
+    }
     return server;
   }
 
@@ -29,6 +35,12 @@ export class SimulatedNetwork {
     client: new StandInConnection(this.serverFor(option), { connectionName }) as unknown as RedisClient,
     owned: true,
   });
+
+  /** How many replicas confirm writes (`WAIT`, so `syncReplicas`) on every server, now and later. */
+  setReplicas(replicas: number): void {
+    this.replicas = replicas;
+    for (const server of this.servers.values()) server.replicas = replicas;
+  }
 
   setAvailable(available: boolean): void {
     for (const server of this.servers.values()) server.setAvailable(available);

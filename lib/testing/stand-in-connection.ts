@@ -28,7 +28,7 @@ function forClient(name: string, reply: Reply): unknown {
 }
 
 /** Commands a stand-in connection (and its pipelines) offers as methods, ioredis style. */
-const COMMAND_METHODS = [...KEYSPACE_COMMANDS, 'evalsha', 'eval', 'script', 'publish', 'spublish'];
+const COMMAND_METHODS = [...KEYSPACE_COMMANDS, 'evalsha', 'eval', 'script', 'wait', 'publish', 'spublish'];
 
 /**
  * A connection to an `InMemoryRedis`, shaped like the part of an ioredis client the library uses:
