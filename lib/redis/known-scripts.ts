@@ -2,6 +2,9 @@ import calculateSlot from 'cluster-key-slot';
 import type { Redis } from 'ioredis';
 import { isCluster, type RedisClient } from './redis-client';
 
+/** Where a standalone connection's scripts are kept (a cluster's are kept per master). */
+const STANDALONE = '';
+
 /**
  * Which scripts a connection's server already has, loaded with `SCRIPT LOAD`, as far as this process
  * knows. A script unknown there is loaded (`SCRIPT LOAD`, written just before its `EVALSHA` on the
@@ -10,23 +13,23 @@ import { isCluster, type RedisClient } from './redis-client';
  * evicted release would come back NOSCRIPT and be resent after the commands that followed it (see
  * `docs/architecture.md#one-round-trip`). `SCRIPT LOAD`ed scripts are never evicted.
  *
- * On a cluster each master has its own cache: a script is loaded on the master that owns the slot
- * (through that master's connection, which the cluster's `EVALSHA` uses next), and known per slot.
- * After a reconnect (a restarted server starts empty, a failover's new master never had them) the
- * connection knows nothing again; a NOSCRIPT (SCRIPT FLUSH) forgets everything the server was
- * thought to have.
+ * On a cluster each master has its own cache: a script is loaded on the master that owns the key's
+ * slot, through that master's connection (which the cluster's `EVALSHA` uses next), and known per
+ * master. After a reconnect (a restarted server starts empty, a failover's new master never had
+ * them) the connection knows nothing again; a NOSCRIPT (SCRIPT FLUSH) forgets everything the server
+ * was thought to have.
  */
 export class KnownScripts {
   private static readonly byClient = new WeakMap<RedisClient, KnownScripts>();
-  /** A cluster's masters whose `ready` already clears their cluster's knowledge. */
-  private static readonly watchedNodes = new WeakSet<Redis>();
 
-  /** Script SHA -> the slots where the server has it (standalone: slot 0). */
-  private readonly known = new Map<string, Set<number>>();
-  private readonly cluster: boolean;
+  /** Master (`host:port`; standalone: '') -> the SHAs of the scripts it has. */
+  private readonly known = new Map<string, Set<string>>();
+  /** The masters whose `ready` already clears what is known of them. */
+  private readonly watchedMasters = new WeakSet<Redis>();
+  private readonly cluster: (RedisClient & { slots?: string[][]; nodes(role: 'master'): Redis[] }) | undefined;
 
   private constructor(private readonly client: RedisClient) {
-    this.cluster = isCluster(client);
+    this.cluster = isCluster(client) ? (client as KnownScripts['cluster']) : undefined;
     client.on('ready', () => this.known.clear());
   }
 
@@ -40,7 +43,8 @@ export class KnownScripts {
   }
 
   has(sha: string, keys: readonly string[]): boolean {
-    return this.known.get(sha)?.has(this.slotOf(keys)) === true;
+    const master = this.masterKeyOf(keys);
+    return master !== undefined && this.known.get(master)?.has(sha) === true;
   }
 
   /**
@@ -50,15 +54,16 @@ export class KnownScripts {
    * this once, and loads it on a later call.
    */
   load(sha: string, source: string, keys: readonly string[]): boolean {
-    const slot = this.slotOf(keys);
-    const connection = this.cluster ? this.masterOf(slot) : (this.client as Redis);
+    const master = this.masterKeyOf(keys);
+    if (master === undefined) return false;
+    const connection = this.cluster ? this.masterConnection(master) : (this.client as Redis);
     if (!connection) return false;
-    let slots = this.known.get(sha);
-    if (!slots) this.known.set(sha, (slots = new Set()));
-    slots.add(slot);
+    let shas = this.known.get(master);
+    if (!shas) this.known.set(master, (shas = new Set()));
+    shas.add(sha);
     // A load that failed (connection lost) is forgotten, so the next call loads again; the EVALSHA
     // written after it fails the same way and reports the error.
-    connection.script('LOAD', source).catch(() => this.known.get(sha)?.delete(slot));
+    connection.script('LOAD', source).catch(() => this.known.get(master)?.delete(sha));
     return true;
   }
 
@@ -67,22 +72,24 @@ export class KnownScripts {
     this.known.clear();
   }
 
-  private slotOf(keys: readonly string[]): number {
-    return this.cluster && keys.length > 0 ? calculateSlot(keys[0]) : 0;
+  /**
+   * Which master runs a script on `keys` (`host:port`, standalone ''); undefined while a cluster does
+   * not know, or for a script without keys (a cluster sends it to any node).
+   */
+  private masterKeyOf(keys: readonly string[]): string | undefined {
+    if (!this.cluster) return STANDALONE;
+    return keys.length > 0 ? this.cluster.slots?.[calculateSlot(keys[0])]?.[0] : undefined;
   }
 
-  /** The connection of the master owning `slot` (the one the cluster sends that slot's commands to). */
-  private masterOf(slot: number): Redis | undefined {
-    const cluster = this.client as RedisClient & { slots?: string[][]; nodes(role: 'master'): Redis[] };
-    const nodeKey = cluster.slots?.[slot]?.[0];
-    if (!nodeKey) return undefined;
-    const master = cluster.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === nodeKey);
-    if (master && !KnownScripts.watchedNodes.has(master)) {
+  /** The cluster's connection to `master` (the one it sends that master's commands to). */
+  private masterConnection(master: string): Redis | undefined {
+    const connection = this.cluster?.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === master);
+    if (connection && !this.watchedMasters.has(connection)) {
       // A master that reconnects (restarted, failed over) lost its scripts: the cluster's own
       // `ready` comes only once.
-      KnownScripts.watchedNodes.add(master);
-      master.on('ready', () => this.known.clear());
+      this.watchedMasters.add(connection);
+      connection.on('ready', () => this.known.delete(master));
     }
-    return master;
+    return connection;
   }
 }
