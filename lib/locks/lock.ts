@@ -3,7 +3,10 @@ export type { LockRunContext } from '../runtime/run-context';
 
 /** Options of `lock()`. */
 export interface LockOptions {
-  /** Lease in ms: the lock expires by itself and is never renewed. Omit it to let the watchdog renew. */
+  /**
+   * Lease in ms: the lock expires by itself and is never renewed. Omit it to let the watchdog renew.
+   * Whole milliseconds: a fraction is rounded up.
+   */
   leaseTime?: number;
   /**
    * Cancels the wait: once aborted, the pending acquisition rejects at once with the signal's
@@ -19,7 +22,7 @@ export interface LockOptions {
 
 /** Options of `tryLock()`. */
 export interface TryLockOptions extends LockOptions {
-  /** How long to wait for the lock, in ms. Default 0: one attempt. */
+  /** How long to wait for the lock, in ms (a fraction is rounded up). Default 0: one attempt. */
   waitTime?: number;
 }
 

@@ -26,7 +26,10 @@ export interface AcquireOptions {
    * makes one attempt (and never joins the line).
    */
   waitTime?: number;
-  /** Lease in ms: the permits go back by themselves after it and are never renewed. Omit it to let the watchdog renew. */
+  /**
+   * Lease in ms: the permits go back by themselves after it and are never renewed. Omit it to let
+   * the watchdog renew. Whole milliseconds: a fraction is rounded up.
+   */
   leaseTime?: number;
   /**
    * Cancels the wait: once aborted, the pending acquisition rejects at once with the signal's reason
