@@ -101,6 +101,16 @@ describe('scripts are loaded with SCRIPT LOAD', () => {
     }
   });
 
+  it('ensureLoaded: a pipeline of EVALSHAs written after it finds the script (the watchdog\'s renewals)', async () => {
+    const client = redis.client();
+    await client.script('FLUSH');
+    const script = LuaScript.named('lock-inspect');
+    const keys = ['lock:{sl:ensure}', 'lock:{sl:ensure}:line', 'lock:{sl:ensure}:deadlines'];
+    script.ensureLoaded(client, keys);
+    const results = await client.pipeline().evalsha(script.sha, keys.length, ...keys, '').exec();
+    expect(results?.[0]?.[0]).toBeNull();
+  });
+
   it('after SCRIPT FLUSH, run() then tryLock() still finds the lock free, and the scripts are loaded again', async () => {
     for (let round = 0; round < 20; round++) {
       await raw.script('FLUSH');
