@@ -15,8 +15,8 @@ const STANDALONE = '';
  *
  * On a cluster each master has its own cache: a script is loaded on the master that owns the key's
  * slot, through that master's connection (which the cluster's `EVALSHA` uses next), and known per
- * master. After a reconnect (a restarted server starts empty, a failover's new master never had
- * them) the connection knows nothing again; a NOSCRIPT (SCRIPT FLUSH) forgets everything the server
+ * master. After a lost connection (a restarted server starts empty, a failover's new master never
+ * had them) the connection knows nothing again; a NOSCRIPT (SCRIPT FLUSH) forgets everything the server
  * was thought to have.
  */
 export class KnownScripts {
@@ -30,7 +30,11 @@ export class KnownScripts {
 
   private constructor(private readonly client: RedisClient) {
     this.cluster = isCluster(client) ? (client as KnownScripts['cluster']) : undefined;
-    client.on('ready', () => this.known.clear());
+    // A lost connection may come back to a restarted (empty) server or a new master. Forgotten when
+    // it closes, not when it is ready: commands written meanwhile wait in the offline queue behind
+    // their SCRIPT LOAD, and the first `ready` (after the first load, on a fresh connection) must
+    // not make a script load twice.
+    client.on('close', () => this.known.clear());
   }
 
   static of(client: RedisClient): KnownScripts {
@@ -85,10 +89,10 @@ export class KnownScripts {
   private masterConnection(master: string): Redis | undefined {
     const connection = this.cluster?.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === master);
     if (connection && !this.watchedMasters.has(connection)) {
-      // A master that reconnects (restarted, failed over) lost its scripts: the cluster's own
-      // `ready` comes only once.
+      // A master whose connection is lost may come back restarted (empty): the cluster's own events
+      // do not tell.
       this.watchedMasters.add(connection);
-      connection.on('ready', () => this.known.delete(master));
+      connection.on('close', () => this.known.delete(master));
     }
     return connection;
   }
