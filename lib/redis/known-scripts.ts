@@ -24,7 +24,7 @@ export class KnownScripts {
 
   /** Master (`host:port`; standalone: '') -> the SHAs of the scripts it has. */
   private readonly known = new Map<string, Set<string>>();
-  /** The masters whose `ready` already clears what is known of them. */
+  /** The masters whose `close` already clears what is known of them. */
   private readonly watchedMasters = new WeakSet<Redis>();
   private readonly cluster: (RedisClient & { slots?: string[][]; nodes(role: 'master'): Redis[] }) | undefined;
 

@@ -194,7 +194,6 @@ const COMMANDS: Record<string, Command> = {
     // The server version the library checks at start, and the few fields a client reads.
     run: () => '# Server\r\nredis_version:7.2.0\r\nredis_mode:standalone\r\nexecutable:nestjs-redis-locks/testing\r\n',
   },
-  // Every replica (there are none) confirms at once: syncReplicas works without a replica set.
   dbsize: { minArgs: 0, run: (keyspace, _, now) => keyspace.keys(now).length },
   flushall: {
     minArgs: 0,
