@@ -80,10 +80,13 @@ export class LuaScript {
 
   /**
    * EVAL, for the one case where no connection to load the script on is known yet (a cluster still
-   * discovering its slots): not counted as loaded, so a later call loads it for good.
+   * discovering its slots): not counted as loaded, so a later call loads it for good. The source
+   * goes with a trailing newline, so under another SHA: Redis 7.4 keeps a script that was first run
+   * by EVAL evictable even after a SCRIPT LOAD of it, and the SHA this library runs must only ever
+   * have been loaded.
    */
   private evaluate(client: RedisClient, keys: readonly string[], args: readonly ScriptArg[], read?: (reply: unknown) => unknown): Promise<unknown> {
-    const evaluated = client.eval(this.source, keys.length, ...keys, ...args);
+    const evaluated = client.eval(`${this.source}\n`, keys.length, ...keys, ...args);
     return read ? evaluated.then(read) : evaluated;
   }
 }
