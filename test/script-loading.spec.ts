@@ -151,6 +151,15 @@ onRedis74()('Redis 7.4: another client evicting EVAL-loaded scripts', () => {
     const shas = ['reentrant-acquire', 'reentrant-release', 'fair-acquire', 'semaphore-release'].map((name) => LuaScript.named(name).sha);
     expect(await raw.script('EXISTS', ...shas)).toEqual([1, 1, 1, 1]);
   });
+
+  it('a script the library loaded stays loaded when another client then runs the same source by EVAL', async () => {
+    await app.get(LockService).inspect('sl74:inspected');
+    const inspect = LuaScript.named('lock-inspect');
+    const keys = ['lock:{sl74:other}', 'lock:{sl74:other}:line', 'lock:{sl74:other}:deadlines'];
+    await raw.eval(inspect.source, keys.length, ...keys, '');
+    await evalDistinctScripts(raw, 1_200, 'after-eval');
+    expect(await raw.script('EXISTS', inspect.sha)).toEqual([1]);
+  });
 });
 
 describeOnCluster('scripts on a Redis Cluster: loaded on each slot\'s master', () => {
