@@ -292,7 +292,6 @@ export const TESTING_KIT_IN_PRODUCTION =
 export const TESTING_KIT_NEEDS_FENGARI =
   'nestjs-redis-locks/testing runs the library\'s Lua scripts with the package "fengari", which is not installed: ' +
   'npm i -D fengari (it is an optional peer dependency, so production installs do not carry it)';
-export const TESTING_KIT_LOST = 'the testing controls made it vanish (loseLock)';
 
 export const TESTING_KIT_BAD_HOLD = (name: string, problem: string): string =>
   `holdElsewhere("${name}"): ${problem}`;

@@ -11,7 +11,7 @@
 --          lock's remaining TTL in ms
 local lockKey = KEYS[1]
 local fenceKey = KEYS[2]
-local leaseMs = ARGV[1]
+local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local requestId = ARGV[3]
 local fenceMemoryMs = ARGV[4]

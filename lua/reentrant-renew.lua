@@ -7,7 +7,7 @@
 --          of the last hold that leaves the lock to expire at its minHoldTime)
 -- Returns  1 when renewed, 0 when the owner no longer holds the lock (it was lost)
 local lockKey = KEYS[1]
-local leaseMs = tonumber(ARGV[1])
+local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local extendOnly = ARGV[3] == '1'
 

@@ -13,7 +13,7 @@
 --          otherwise the lock's remaining TTL in ms
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
-local leaseMs = tonumber(ARGV[1])
+local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local requestId = ARGV[3]
 local readField = 'read:' .. ownerId

@@ -8,7 +8,7 @@
 -- Returns  1 when renewed, 0 when the owner holds nothing any more (its hold was lost)
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
-local leaseMs = tonumber(ARGV[1])
+local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local extendOnly = ARGV[3] == '1'
 

@@ -13,6 +13,8 @@ import {
   SemaphoreService,
 } from '../lib';
 import { LockTestingControls, LockTestingModule } from '../lib/testing';
+import { leaseDriftMs } from '../lib/runtime/held-locks';
+import { LockEngine } from '../lib/runtime/lock-engine';
 import { deferred, waitUntil } from './support/lock-app';
 
 /** The kind of service an app unit-tests: a decorated method, and a long job that watches its signal. */
@@ -107,7 +109,7 @@ describe('testing kit: controls', () => {
     await expect(acquired).resolves.toBe('ran');
   });
 
-  it('loseLock: the holder sees signal abort with LockLostError, stops, and run does not throw', async () => {
+  it('loseLock: the holder sees signal abort with LockLostError at the next watchdog round, stops, and run does not throw', async () => {
     const stepped = deferred();
     let steps = 0;
     const running = orders.export('e1', async () => {
@@ -115,16 +117,21 @@ describe('testing kit: controls', () => {
       await new Promise((r) => setTimeout(r, 5));
     });
     await stepped.promise;
+    const engine = moduleRef.get(LockEngine);
+    const [hold] = engine.holds.all().filter((h) => h.name === 'export:e1');
     await controls.loseLock('export:e1');
+    // As in production: nothing notices before the watchdog's next round (every 200 ms here).
+    expect(hold.aborted).toBe(false);
     await expect(running).resolves.toBe('stopped');
     expect(orders.events).toEqual(['stopped: LockLostError']);
     // The lock is free for the next caller.
     expect(await moduleRef.get(LockService).getLock('export:e1').isLocked()).toBe(false);
   });
 
-  it('loseLock on a fixed-lease hold aborts its signal at once too', async () => {
+  it('loseLock on a fixed-lease hold: its signal aborts when its lease ends, as nothing renews it', async () => {
     const gate = deferred();
     let signal: AbortSignal | undefined;
+    const startedAt = performance.now();
     const running = moduleRef.get(LockService).run(
       'leased',
       async (context) => {
@@ -132,11 +139,14 @@ describe('testing kit: controls', () => {
         await gate.promise;
         return 'finished';
       },
-      { leaseTime: 60_000 },
+      { leaseTime: 400 },
     );
     await waitUntil(() => signal !== undefined);
     await controls.loseLock('leased');
-    expect(signal!.aborted).toBe(true);
+    expect(signal!.aborted).toBe(false);
+    await new Promise((resolve) => signal!.addEventListener('abort', resolve, { once: true }));
+    // Its local end: the lease less the drift margin, counted from when the attempt was sent.
+    expect(performance.now() - startedAt).toBeGreaterThanOrEqual(400 - leaseDriftMs(400) - 1);
     expect(signal!.reason).toBeInstanceOf(LockLostError);
     gate.resolve();
     await expect(running).resolves.toBe('finished');

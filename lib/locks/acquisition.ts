@@ -183,12 +183,13 @@ export class Acquisition<R> implements Sleeper {
     cancellation: Cancellation | undefined,
   ): Promise<R> {
     try {
-      checkAcquireTimes(waitMs, options?.leaseTime);
+      // Whole milliseconds, rounded up (Redis refuses a fractional PEXPIRE after the hold is written).
+      const times = checkAcquireTimes(waitMs, options?.leaseTime);
       // Asked once the shutdown began (a scheduler's tick before the scheduler stopped): the
       // connection is about to close, and nobody would release a grant.
       if (contender.engine.shuttingDown) return Promise.reject(new LockShutdownError(contender.name));
-      const leaseMs = options?.leaseTime ?? contender.engine.options.watchdogTimeout;
-      return new Acquisition<R>(contender, leaseMs, waitMs, busyResult, options, cancellation).settled;
+      const leaseMs = times.leaseTime ?? contender.engine.options.watchdogTimeout;
+      return new Acquisition<R>(contender, leaseMs, times.waitMs, busyResult, options, cancellation).settled;
     } catch (error) {
       return Promise.reject(error);
     }

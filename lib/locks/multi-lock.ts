@@ -177,7 +177,8 @@ export class MultiLock implements Lock, RunnableLock {
   private async allStillHeld(leaseTime: number | undefined): Promise<boolean> {
     if (leaseTime === undefined) return this.locks.every((lock) => lock.hold !== undefined && !lock.hold.aborted);
     const earlier = this.locks.slice(0, -1);
-    const rearmed = await Promise.all(earlier.map((lock) => lock.rearm(leaseTime).catch(() => false)));
+    const leaseMs = Math.ceil(leaseTime);
+    const rearmed = await Promise.all(earlier.map((lock) => lock.rearm(leaseMs).catch(() => false)));
     const last = this.locks[this.locks.length - 1].hold;
     return rearmed.every(Boolean) && last !== undefined && !last.aborted;
   }

@@ -151,6 +151,8 @@ export class Watchdog {
       const pipeline = client.pipeline();
       for (const hold of batch) {
         const { call } = hold.renewal as ScriptRenewal;
+        // Loaded first on this connection if it does not have it yet (a SCRIPT LOAD written ahead).
+        call.script.ensureLoaded(client, call.keys);
         pipeline.evalsha(call.script.sha, call.keys.length, ...call.keys, ...call.args);
       }
       results = ((await withTimeout(pipeline.exec(), Math.min(this.intervalMs, this.commandTimeout))) ?? []) as Array<

@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { LOCK_LOST, TESTING_KIT_BAD_HOLD, TESTING_KIT_BAD_REPLICAS, TESTING_KIT_LOST } from '../lock.messages';
+import { TESTING_KIT_BAD_HOLD, TESTING_KIT_BAD_REPLICAS } from '../lock.messages';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.module-definition';
 import type { ResolvedLockOptions } from '../lock.options';
 import { LockInspector } from '../introspection/lock-inspector';
@@ -91,9 +91,12 @@ export class LockTestingControls implements OnApplicationShutdown {
   }
 
   /**
-   * The lock `name` (its reentrant/fair, read-write and semaphore state) vanishes as if its lease
-   * had run out. Resolves once every local holder was told: its `signal` aborts with
-   * `LockLostError`, and its release finds nothing (which `run` and the decorators do not throw).
+   * The lock `name` (its reentrant/fair, read-write and semaphore state) vanishes, as if its lease
+   * had run out or an operator deleted it; resolves at once. Each holder learns it when production
+   * would: a watchdog-kept hold at the watchdog's next round (within `watchdogTimeout / 3`), a
+   * fixed-lease hold when its lease ends. Its `signal` then aborts with `LockLostError`, and its
+   * release finds nothing (which `run` and the decorators do not throw). Under fake timers, advance
+   * the time to get there.
    */
   async loseLock(name: string): Promise<void> {
     const keys = this.engine.keys;
@@ -102,7 +105,6 @@ export class LockTestingControls implements OnApplicationShutdown {
     const semaphore = new SemaphoreKeys(this.options.keyPrefix, name);
     const gone = [lockKey, readWriteKey, LockKeys.readWriteLeases(readWriteKey), semaphore.base, semaphore.leases];
     for (const server of this.network.all()) for (const key of gone) server.keyspace.delete(key);
-    await Promise.all([this.engine, this.elsewhere?.engine].map((engine) => engine && noticeLoss(engine, name)));
   }
 
   /**
@@ -157,26 +159,4 @@ export class LockTestingControls implements OnApplicationShutdown {
     }
     return this.elsewhere;
   }
-}
-
-/**
- * Lets `engine` learn at once that its holds of `name` are gone: a watchdog-kept hold through a
- * renewal round (which finds it gone, as in production), a fixed-lease hold directly (nothing
- * renews it, so nothing else would notice before its lease ends).
- */
-async function noticeLoss(engine: LockEngine, name: string): Promise<void> {
-  const holds = engine.holds.all().filter((hold) => hold.name === name);
-  let renewed = false;
-  for (const hold of holds) {
-    if (hold.renewal) renewed = true;
-    else {
-      engine.holds.forget(hold);
-      hold.lose(TESTING_KIT_LOST);
-      engine.logger.warn(LOCK_LOST(name, TESTING_KIT_LOST));
-    }
-  }
-  if (!renewed) return;
-  // A round already in flight may have renewed before the keys went: then one more round.
-  await engine.watchdog.renewNow();
-  if (holds.some((hold) => engine.holds.isCurrent(hold))) await engine.watchdog.renewNow();
 }

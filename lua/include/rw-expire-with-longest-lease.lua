@@ -3,5 +3,5 @@
 -- Defines  longest (ms)
 
 local longest = tonumber(redis.call('zrange', leasesKey, -1, -1, 'withscores')[2]) - now
-redis.call('pexpire', rwKey, longest)
-redis.call('pexpire', leasesKey, longest)
+redis.call('pexpire', rwKey, math.ceil(longest))
+redis.call('pexpire', leasesKey, math.ceil(longest))

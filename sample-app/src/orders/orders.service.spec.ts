@@ -16,7 +16,8 @@ describe('OrdersService (testing kit)', () => {
     jest.useFakeTimers();
     store.write.mockClear();
     moduleRef = await Test.createTestingModule({
-      imports: [LockTestingModule.forRoot()],
+      // A short watchdog round (every 10 ms), so a lost lock is noticed during the 20 ms provider call.
+      imports: [LockTestingModule.forRoot({ watchdogTimeout: 30 })],
       providers: [OrdersService, { provide: FencedStore, useValue: store }, { provide: APP_REDIS, useValue: { hgetall: async () => ({}) } }],
     }).compile();
     await moduleRef.init();
@@ -42,6 +43,7 @@ describe('OrdersService (testing kit)', () => {
     paying.catch(() => undefined);
     await jest.advanceTimersByTimeAsync(1); // acquired, now waiting for the provider
     await controls.loseLock('order:o-2');
+    // Noticed when production would: at the watchdog's next round (every watchdogTimeout / 3).
     await jest.advanceTimersByTimeAsync(20);
     await expect(paying).rejects.toBeInstanceOf(LockLostError);
     expect(store.write).not.toHaveBeenCalled();
