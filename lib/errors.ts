@@ -1,4 +1,5 @@
 import {
+  LOCK_NAME_TOO_LONG,
   LOCK_NOT_ACQUIRED,
   LOCK_NOT_HELD,
   LOCK_UNAVAILABLE,
@@ -7,6 +8,7 @@ import {
   LOST_RENEWAL_FOUND_GONE,
   MODULE_SHUTTING_DOWN,
   NO_ANSWER,
+  shortName,
 } from './lock.messages';
 
 /** Base class of every error the library throws on purpose. */
@@ -25,7 +27,21 @@ export class LockError extends Error {
 export interface LockErrorExtensions {
   readonly code: 'LOCKED' | 'SERVICE_UNAVAILABLE';
   readonly statusCode: 423 | 503;
+  /** The name(s), each cut to its first 200 characters (a name may be a request value). */
   readonly lockName: string | readonly string[];
+}
+
+/** What a GraphQL server answers for a lock name or key template value it cannot use (400). */
+export interface BadLockNameExtensions {
+  readonly code: 'BAD_REQUEST';
+  readonly statusCode: 400;
+  /** The key template placeholder whose value was unusable (`#id`), when a template built the name. */
+  readonly parameter?: string;
+}
+
+/** Each name cut to its first 200 characters, as bodies and extensions carry it. */
+export function shortLockName(lockName: string | readonly string[]): string | readonly string[] {
+  return typeof lockName === 'string' ? shortName(lockName) : lockName.map(shortName);
 }
 
 /**
@@ -41,7 +57,7 @@ export class LockTimeoutError extends LockError {
     readonly waitTime: number,
   ) {
     super(LOCK_NOT_ACQUIRED(lockName, waitTime));
-    this.extensions = { code: 'LOCKED', statusCode: 423, lockName };
+    this.extensions = { code: 'LOCKED', statusCode: 423, lockName: shortLockName(lockName) };
   }
 }
 
@@ -62,8 +78,38 @@ export class LockLostError extends LockError {
   }
 }
 
-/** A key template that cannot be used: unknown parameter at bootstrap, or an unusable value at call time. */
-export class KeyTemplateError extends LockError {}
+/**
+ * A key template that cannot be used: unknown parameter at bootstrap, or an unusable value at call
+ * time (missing, `null`, an object, too long). At call time the value is the caller's input, so
+ * `statusCode` 400 and `extensions.code` `BAD_REQUEST` give it the meaning of a bad request on every
+ * transport; `parameter` names the placeholder (`#id`) when one was at fault.
+ */
+export class KeyTemplateError extends LockError {
+  readonly statusCode = 400;
+  readonly extensions: BadLockNameExtensions;
+  constructor(
+    message: string,
+    readonly parameter?: string,
+  ) {
+    super(message);
+    this.extensions = parameter === undefined ? { code: 'BAD_REQUEST', statusCode: 400 } : { code: 'BAD_REQUEST', statusCode: 400, parameter };
+  }
+}
+
+/**
+ * A lock name longer than the module's `maxNameLength`. The message gives the limit and the length,
+ * not the name. A bad request (400) on every transport, like an unusable key template value.
+ */
+export class LockNameTooLongError extends LockError {
+  readonly statusCode = 400;
+  readonly extensions: BadLockNameExtensions = { code: 'BAD_REQUEST', statusCode: 400 };
+  constructor(
+    readonly nameLength: number,
+    readonly maxNameLength: number,
+  ) {
+    super(LOCK_NAME_TOO_LONG(nameLength, maxNameLength));
+  }
+}
 
 /** A write lock asked by an owner that holds only the read lock of the same name: a certain deadlock. */
 export class LockUpgradeError extends LockError {
@@ -88,7 +134,7 @@ export class LockUnavailableError extends LockError {
     readonly retryAfter = 1,
   ) {
     super(LOCK_UNAVAILABLE(lockName, cause instanceof Error ? cause.message : String(cause), cause instanceof NoAnswerError), { cause });
-    this.extensions = { code: 'SERVICE_UNAVAILABLE', statusCode: 503, lockName };
+    this.extensions = { code: 'SERVICE_UNAVAILABLE', statusCode: 503, lockName: shortLockName(lockName) };
   }
 }
 

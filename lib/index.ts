@@ -34,15 +34,16 @@ export type {
 export type { LockKind, AcquireOutcome } from './metrics/lock-telemetry';
 export type { DistributedLockOptions, LockKey, LockMode, ModeLockOptions } from './decorators/distributed-lock.options';
 export { LockErrorFilter, lockErrorResponse } from './http/lock-error.filter';
-export type { LockedResponseBody, LockUnavailableResponseBody } from './http/lock-error.filter';
+export type { BadLockNameResponseBody, LockedResponseBody, LockUnavailableResponseBody } from './http/lock-error.filter';
 export {
   LockError,
   LockTimeoutError,
   LockNotHeldError,
   LockLostError,
   KeyTemplateError,
+  LockNameTooLongError,
   LockUpgradeError,
   LockShutdownError,
   LockUnavailableError,
 } from './errors';
-export type { LockErrorExtensions } from './errors';
+export type { BadLockNameExtensions, LockErrorExtensions } from './errors';

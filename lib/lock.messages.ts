@@ -1,7 +1,22 @@
 /** Every text the library logs or puts in a configuration error, in one place. */
 
+/** Text from a caller (a lock name may be a request value) is quoted with at most this many characters. */
+export const QUOTED_NAME_LIMIT = 200;
+
+/**
+ * A lock name as every message, log line and error body quotes it: JSON-quoted (a newline in a name
+ * cannot forge a log line), cut to its first 200 characters with its length said when longer.
+ */
+export const quoteName = (name: string): string =>
+  name.length <= QUOTED_NAME_LIMIT
+    ? JSON.stringify(name)
+    : `${JSON.stringify(name.slice(0, QUOTED_NAME_LIMIT))}... (${name.length} characters)`;
+
+/** A name cut as `quoteName` cuts it, for the `lockName` of an error body. */
+export const shortName = (name: string): string => (name.length <= QUOTED_NAME_LIMIT ? name : name.slice(0, QUOTED_NAME_LIMIT));
+
 const show = (value: unknown): string => {
-  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'string') return quoteName(value);
   // JSON.stringify turns these into null, which hides the mistake.
   if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
   if (typeof value === 'bigint') return `${value}n`;
@@ -23,17 +38,17 @@ export const UNKNOWN_OPTION = (option: string, known: readonly string[]): string
 
 /** Names a lock in messages: one name, or the names of a multi-lock. */
 const lockNames = (lockName: string | readonly string[]): string =>
-  Array.isArray(lockName) ? `[${lockName.map((n) => `"${n}"`).join(', ')}]` : `"${lockName}"`;
+  typeof lockName === 'string' ? quoteName(lockName) : `[${lockName.map(quoteName).join(', ')}]`;
 
 export const LOCK_NOT_ACQUIRED = (lockName: string | readonly string[], waitTime: number): string =>
   `Lock ${lockNames(lockName)} was not acquired within ${waitTime} ms`;
 
-export const LOCK_NOT_HELD = (name: string): string => `Lock "${name}" is not held by the current owner`;
+export const LOCK_NOT_HELD = (name: string): string => `Lock ${quoteName(name)} is not held by the current owner`;
 
-export const LOCK_WAS_LOST = (name: string, reason: string): string => `Lock "${name}" was lost: ${reason}`;
+export const LOCK_WAS_LOST = (name: string, reason: string): string => `Lock ${quoteName(name)} was lost: ${reason}`;
 
 export const LOCK_UPGRADE_DEADLOCK = (name: string): string =>
-  `Write lock "${name}" was requested while holding only its read lock; ` +
+  `Write lock ${quoteName(name)} was requested while holding only its read lock; ` +
   'upgrading would deadlock: release the read lock first';
 
 /** `noAnswer`: Redis said nothing in time, so `cause` is a timeout, not an error Redis gave. */
@@ -41,10 +56,10 @@ export const LOCK_UNAVAILABLE = (lockName: string | readonly string[], cause: st
   `Lock ${lockNames(lockName)} is unavailable: Redis ${noAnswer ? `gave ${cause}` : `failed: ${cause}`}`;
 
 export const MODULE_SHUTTING_DOWN = (name?: string): string =>
-  name ? `LockModule is shutting down: wait for "${name}" cancelled` : 'LockModule is shutting down';
+  name ? `LockModule is shutting down: wait for ${quoteName(name)} cancelled` : 'LockModule is shutting down';
 
 export const SEMAPHORE_LIMIT_MISMATCH = (name: string, permits: number, storedPermits: number): string =>
-  `Semaphore "${name}" is in use with permits: ${storedPermits}, but was asked with permits: ${permits}; ` +
+  `Semaphore ${quoteName(name)} is in use with permits: ${storedPermits}, but was asked with permits: ${permits}; ` +
   'every caller must use the same limit (it can change once nobody holds or waits for the semaphore)';
 
 // --- why a held lock was lost (LockLostError's reason) ---
@@ -56,25 +71,29 @@ export const LOST_RENEWALS_FAILED = 'renewals failed until its lease ran out';
 export const LOST_RELEASE_FOUND_GONE = 'a release of an inner hold found the lock no longer held';
 
 export const LOCK_LOST = (name: string, reason: string): string =>
-  `Lock "${name}" was lost (${reason}); its holder's signal is aborted`;
+  `Lock ${quoteName(name)} was lost (${reason}); its holder's signal is aborted`;
 
 export const RENEWAL_FAILED = (name: string, error: unknown): string =>
-  `Renewal of lock "${name}" failed, retrying until its lease runs out: ${String(error)}`;
+  `Renewal of lock ${quoteName(name)} failed, retrying until its lease runs out: ${String(error)}`;
 
 export const RELEASE_FAILED = (name: string, error: unknown): string =>
-  `Release of lock "${name}" failed; it will expire with its lease: ${String(error)}`;
+  `Release of lock ${quoteName(name)} failed; it will expire with its lease: ${String(error)}`;
 
 export const RELEASE_FOUND_NOTHING = (name: string): string =>
-  `Lock "${name}" was already gone when its holder released it (it had been lost)`;
+  `Lock ${quoteName(name)} was already gone when its holder released it (it had been lost)`;
 
 export const RELEASE_LEFT_TO_SHUTDOWN = (name: string): string =>
-  `Lock "${name}" is released by the module's shutdown, which began while its holder ran`;
+  `Lock ${quoteName(name)} is released by the module's shutdown, which began while its holder ran`;
 
 export const SHUTDOWN_RELEASE_FAILED = (error: unknown): string =>
   `Releasing held locks at shutdown did not complete: ${String(error)}`;
 
 export const INVALID_LOCK_NAME = (value: unknown): string =>
   `A lock name must be a non-empty string (got ${show(value)})`;
+
+/** Gives the limit and the length, never the name (which may be huge, and is the caller's input). */
+export const LOCK_NAME_TOO_LONG = (length: number, limit: number): string =>
+  `A lock name may have at most ${limit} characters (maxNameLength); this one has ${length}`;
 
 export const INVALID_TIME = (what: string, value: unknown): string =>
   `${what} must be a non-negative number of milliseconds (got ${show(value)})`;
@@ -87,7 +106,7 @@ export const INVALID_TAKE = (permits: number, take: unknown): string =>
 // --- jobs and consumers (skipIfLocked, minHoldTime) ---
 
 const showNames = (name: string | readonly string[]): string =>
-  typeof name === 'string' ? show(name) : `[${name.map((n) => show(n)).join(', ')}]`;
+  typeof name === 'string' ? quoteName(name) : `[${name.map(quoteName).join(', ')}]`;
 
 /** Debug level only: a skipped run is the expected outcome on every replica but one. */
 export const LOCK_SKIPPED = (name: string | readonly string[], waitTime: number): string =>
@@ -229,10 +248,10 @@ export const REDLOCK_NOT_CONFIGURED = (name: string): string =>
   `getRedLock(${show(name)}) needs the LockModule option redlock: { clients: [...] } (independent Redis masters)`;
 
 export const REDLOCK_NO_MAJORITY = (name: string, confirmed: number, masters: number, quorum: number): string =>
-  `RedLock "${name}": ${confirmed} of ${masters} masters confirmed, ${quorum} needed`;
+  `RedLock ${quoteName(name)}: ${confirmed} of ${masters} masters confirmed, ${quorum} needed`;
 
 export const REPLICAS_NOT_SYNCED = (name: string, confirmed: number, wanted: number, timeoutMs: number): string =>
-  `Lock "${name}" was acquired but only ${confirmed} of ${wanted} replicas confirmed it within ${timeoutMs} ms ` +
+  `Lock ${quoteName(name)} was acquired but only ${confirmed} of ${wanted} replicas confirmed it within ${timeoutMs} ms ` +
   '(syncReplicas); it was released again';
 
 export const REDLOCK_CONNECTION_FAILED = (index: number, error: unknown): string =>
@@ -294,7 +313,7 @@ export const TESTING_KIT_NEEDS_FENGARI =
   'npm i -D fengari (it is an optional peer dependency, so production installs do not carry it)';
 
 export const TESTING_KIT_BAD_HOLD = (name: string, problem: string): string =>
-  `holdElsewhere("${name}"): ${problem}`;
+  `holdElsewhere(${quoteName(name)}): ${problem}`;
 
 export const TESTING_KIT_BAD_REPLICAS = (value: unknown): string =>
   `LockTestingModule option "replicas" (or setReplicas) must be a whole number >= 0 (got ${show(value)})`;

@@ -63,6 +63,13 @@ export interface LockModuleOptions {
    * default: names such as `order:42` make one time series per order (cardinality).
    */
   telemetryLockNames?: boolean;
+  /**
+   * Longest lock name accepted, in characters (UTF-16 code units, as `string.length` counts).
+   * Default 1024. A longer name is refused with `LockNameTooLongError` (a key template value:
+   * `KeyTemplateError`, 400 in HTTP): a name is often a request value, and each name costs Redis
+   * memory for a while after its release (see the README's "Limits and refusals").
+   */
+  maxNameLength?: number;
   /** Register the module globally. */
   isGlobal?: boolean;
 }
@@ -80,6 +87,7 @@ export interface ResolvedLockOptions {
   readonly shutdownTimeout: number;
   readonly clientName: string;
   readonly telemetryLockNames: boolean;
+  readonly maxNameLength: number;
 }
 
 export const LOCK_OPTION_DEFAULTS = {
@@ -92,6 +100,7 @@ export const LOCK_OPTION_DEFAULTS = {
   syncReplicasTimeout: 1_000,
   commandTimeout: 3_000,
   shutdownTimeout: 10_000,
+  maxNameLength: 1_024,
 } as const;
 
 const KNOWN_OPTIONS = [
@@ -107,6 +116,7 @@ const KNOWN_OPTIONS = [
   'shutdownTimeout',
   'clientName',
   'telemetryLockNames',
+  'maxNameLength',
   'isGlobal',
 ] as const;
 
@@ -147,6 +157,11 @@ function checkRedis(option: string, value: unknown): RedisConnectionOption {
 function checkMs(option: string, value: unknown, min: number): number {
   if (typeof value === 'number' && Number.isInteger(value) && value >= min) return value;
   throw new Error(INVALID_OPTION(option, `a whole number of milliseconds >= ${min}`, value));
+}
+
+function checkWholeNumber(option: string, value: unknown, min: number): number {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= min) return value;
+  throw new Error(INVALID_OPTION(option, `a whole number >= ${min}`, value));
 }
 
 function checkCount(option: string, value: unknown): number {
@@ -220,5 +235,6 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     shutdownTimeout: checkMs('shutdownTimeout', pick('shutdownTimeout'), 0),
     clientName: (raw.clientName as string | undefined) ?? defaultClientName(),
     telemetryLockNames: (raw.telemetryLockNames as boolean | undefined) ?? false,
+    maxNameLength: checkWholeNumber('maxNameLength', pick('maxNameLength'), 1),
   };
 }

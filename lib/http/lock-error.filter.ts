@@ -1,7 +1,10 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpStatus } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { throwError } from 'rxjs';
-import { LockTimeoutError, LockUnavailableError } from '../errors';
+import { KeyTemplateError, LockNameTooLongError, LockTimeoutError, LockUnavailableError, shortLockName } from '../errors';
+
+/** The lock errors the filter answers: contention (423), Redis unusable (503), an unusable name (400). */
+export type AnsweredLockError = LockTimeoutError | LockUnavailableError | KeyTemplateError | LockNameTooLongError;
 
 /** The JSON body of a 423 answer. */
 export interface LockedResponseBody {
@@ -20,22 +23,41 @@ export interface LockUnavailableResponseBody {
   lockName: string | readonly string[];
 }
 
-/** The HTTP answer for a lock error: status, body and headers. */
-export function lockErrorResponse(error: LockTimeoutError | LockUnavailableError): {
+/**
+ * The JSON body of a 400 answer: a key template value or a lock name the library cannot use (the
+ * caller's input). `parameter` names the template placeholder at fault (`#id`) when there is one.
+ */
+export interface BadLockNameResponseBody {
+  statusCode: 400;
+  error: 'Bad Request';
+  message: string;
+  parameter?: string;
+}
+
+/** The HTTP answer for a lock error: status, body and headers. Names in bodies are cut to 200 characters. */
+export function lockErrorResponse(error: AnsweredLockError): {
   status: number;
-  body: LockedResponseBody | LockUnavailableResponseBody;
+  body: LockedResponseBody | LockUnavailableResponseBody | BadLockNameResponseBody;
   headers: Record<string, string>;
 } {
+  if (error instanceof KeyTemplateError || error instanceof LockNameTooLongError) {
+    const parameter = error instanceof KeyTemplateError ? error.parameter : undefined;
+    return {
+      status: HttpStatus.BAD_REQUEST,
+      body: { statusCode: 400, error: 'Bad Request', message: error.message, ...(parameter === undefined ? {} : { parameter }) },
+      headers: {},
+    };
+  }
   if (error instanceof LockUnavailableError) {
     return {
       status: HttpStatus.SERVICE_UNAVAILABLE,
-      body: { statusCode: 503, error: 'Service Unavailable', message: error.message, lockName: error.lockName },
+      body: { statusCode: 503, error: 'Service Unavailable', message: error.message, lockName: shortLockName(error.lockName) },
       headers: { 'Retry-After': String(error.retryAfter) },
     };
   }
   return {
     status: HttpStatus.LOCKED,
-    body: { statusCode: 423, error: 'Locked', message: error.message, lockName: error.lockName, waitTime: error.waitTime },
+    body: { statusCode: 423, error: 'Locked', message: error.message, lockName: shortLockName(error.lockName), waitTime: error.waitTime },
     headers: {},
   };
 }
@@ -67,17 +89,19 @@ function sendWsException(client: WsClient, body: unknown): void {
  * Registered by LockModule for the whole application. In an HTTP request, a lock not acquired
  * within its `waitTime` (decorated method or `run`) answers 423 Locked, and Redis being unreachable
  * answers 503 Service Unavailable with a `Retry-After` header; both with a JSON body naming the
- * lock, never 500. Contention is expected, so nothing is logged as an error. Other transports get
+ * lock, never 500. A key template value or a name the library cannot use (`KeyTemplateError`,
+ * `LockNameTooLongError`) answers 400 Bad Request naming the template parameter. Contention is expected, so nothing is logged as an error. Other transports get
  * the same body: an RPC caller (@nestjs/microservices) as the error of its call, a WebSocket client
  * as an `exception` event (socket.io and `ws` alike; Nest applies no app-wide filter to gateways, so
  * a gateway names this one in `@UseFilters`). Anything else (GraphQL, plain providers) sees the error rethrown as if no
- * filter existed: GraphQL servers answer its `extensions.code` (`LOCKED`, `SERVICE_UNAVAILABLE`).
+ * filter existed: GraphQL servers answer its `extensions.code` (`LOCKED`, `SERVICE_UNAVAILABLE`,
+ * `BAD_REQUEST`).
  */
-@Catch(LockTimeoutError, LockUnavailableError)
-export class LockErrorFilter implements ExceptionFilter<LockTimeoutError | LockUnavailableError> {
+@Catch(LockTimeoutError, LockUnavailableError, KeyTemplateError, LockNameTooLongError)
+export class LockErrorFilter implements ExceptionFilter<AnsweredLockError> {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
-  catch(error: LockTimeoutError | LockUnavailableError, host: ArgumentsHost): unknown {
+  catch(error: AnsweredLockError, host: ArgumentsHost): unknown {
     switch (host.getType<string>()) {
       case 'http':
         return this.reply(error, host);
@@ -93,7 +117,7 @@ export class LockErrorFilter implements ExceptionFilter<LockTimeoutError | LockU
     }
   }
 
-  private reply(error: LockTimeoutError | LockUnavailableError, host: ArgumentsHost): void {
+  private reply(error: AnsweredLockError, host: ArgumentsHost): void {
     const { httpAdapter } = this.adapterHost;
     const response: unknown = host.switchToHttp().getResponse();
     if (httpAdapter.isHeadersSent(response)) {

@@ -1,18 +1,60 @@
+import { checkLockName } from '../validators';
+
 /**
- * Redis key naming. All keys of one lock share a hash slot: a name without a `{...}` hash tag is
- * wrapped in one (`lock:{order:7}`, `lock:{order:7}:channel`); a name with a tag is used as is.
+ * Redis key naming (docs/architecture.md#keys). Every key is `prefix + namespace + segment(name) +
+ * suffix`, where the namespace is the kind's (`''`, `rw:`, `sem:`), the suffix the key's role
+ * (`''`, `:line`, `:channel`, `:rq:<id>`...) and the segment encodes the name so that one name
+ * gives one lock and reaches no other:
+ *
+ * - a name without `{` or `}` is wrapped as is: `{order:7}` (today's key, and its own hash slot);
+ * - any other name is two tags: the slot part, then the whole name with `%`, `{` and `}`
+ *   percent-escaped: `{42}{tenant:%7B42%7D:a}`. The slot part is the name's own hash tag when it has
+ *   one (the slot the caller chose), else the escaped name.
+ *
+ * Neither form has a `}` inside a tag, so the first `}` ends the first tag and what follows tells
+ * the forms apart (`{` for the second, `:` or nothing for a suffix): the key gives back the
+ * namespace, the name and the role, and two names never share a key. Every key of a name has the
+ * same first tag, so it lands in one cluster slot.
  */
 export class LockKeys {
-  constructor(private readonly prefix: string) {}
+  constructor(
+    private readonly prefix: string,
+    /** Longest name accepted (`maxNameLength`); a longer one is refused before any key is made. */
+    readonly maxNameLength = Number.POSITIVE_INFINITY,
+  ) {}
 
   /** Key of a reentrant or fair lock (the two kinds share it, so they exclude each other). */
   lock(name: string): string {
-    return this.prefix + withHashTag(name);
+    checkLockName(name, this.maxNameLength);
+    return this.prefix + nameSegment(name);
   }
 
   /** Key of a read-write lock: a namespace of its own so its layout never mixes with the plain one. */
   readWrite(name: string): string {
-    return `${this.prefix}rw:${withHashTag(name)}`;
+    checkLockName(name, this.maxNameLength);
+    return `${this.prefix}${READ_WRITE_NAMESPACE}${nameSegment(name)}`;
+  }
+
+  /** Main key of a semaphore (its other keys are this plus a suffix, see `SemaphoreKeys`). */
+  semaphore(name: string): string {
+    checkLockName(name, this.maxNameLength);
+    return `${this.prefix}${SEMAPHORE_NAMESPACE}${nameSegment(name)}`;
+  }
+
+  /**
+   * The kind and name of a main key this module would make (`lock`, `readWrite`, `semaphore`), or
+   * undefined for any other key (a line, a fence, a foreign key, a key of the layout before names were
+   * escaped). For `list`, which finds keys and reports names.
+   */
+  parse(key: string): { kind: KeyKind; name: string } | undefined {
+    if (!key.startsWith(this.prefix)) return undefined;
+    const rest = key.slice(this.prefix.length);
+    for (const [namespace, kind] of NAMESPACES) {
+      if (!rest.startsWith(namespace)) continue;
+      const name = nameOfSegment(rest.slice(namespace.length));
+      if (name !== undefined) return { kind, name };
+    }
+    return undefined;
   }
 
   static channel(lockKey: string): string {
@@ -49,17 +91,60 @@ export class LockKeys {
   }
 }
 
+export type KeyKind = 'lock' | 'readWrite' | 'semaphore';
+
+const READ_WRITE_NAMESPACE = 'rw:';
+const SEMAPHORE_NAMESPACE = 'sem:';
+/** A lock's segment starts with `{`, so it never starts like another kind's namespace. */
+const NAMESPACES: ReadonlyArray<readonly [string, KeyKind]> = [
+  ['', 'lock'],
+  [READ_WRITE_NAMESPACE, 'readWrite'],
+  [SEMAPHORE_NAMESPACE, 'semaphore'],
+];
+
 /** Redis hashes only what is inside the first `{` and the next `}`, when that is not empty. */
 export function hasHashTag(name: string): boolean {
-  const open = name.indexOf('{');
-  if (open === -1) return false;
-  const close = name.indexOf('}', open + 1);
-  return close > open + 1;
+  return hashTagOf(name) !== undefined;
 }
 
-export function withHashTag(name: string): string {
-  if (hasHashTag(name)) return name;
-  // Wrapped as is, a name starting with `}` would make an empty tag, and Redis would then hash each
-  // whole key (a lock's keys in different slots): such names share the tag `~` instead.
-  return name.startsWith('}') ? `{~${name}}` : `{${name}}`;
+/** The text Redis Cluster hashes for `name`: between its first `{` and the next `}`, when not empty. */
+export function hashTagOf(name: string): string | undefined {
+  const open = name.indexOf('{');
+  if (open === -1) return undefined;
+  const close = name.indexOf('}', open + 1);
+  return close > open + 1 ? name.slice(open + 1, close) : undefined;
+}
+
+const hasBrace = (name: string): boolean => name.includes('{') || name.includes('}');
+
+/** `%`, `{` and `}` percent-escaped: the result holds no brace, and decodes to exactly `name`. */
+export function escapeName(name: string): string {
+  return name.replace(/[%{}]/g, (c) => (c === '%' ? '%25' : c === '{' ? '%7B' : '%7D'));
+}
+
+export function unescapeName(escaped: string): string {
+  return escaped.replace(/%(25|7B|7D)/g, (_, code: string) => (code === '25' ? '%' : code === '7B' ? '{' : '}'));
+}
+
+/**
+ * The part of every key of `name` that names it: `{name}` for a name without braces, else
+ * `{slot}{escaped name}` (see `LockKeys`). Never empty inside the first tag, so Redis hashes that tag.
+ */
+export function nameSegment(name: string): string {
+  if (!hasBrace(name)) return `{${name}}`;
+  const escaped = escapeName(name);
+  // A tag holds no `}` by definition, so it may stand unescaped: the slot stays the one the caller chose.
+  return `{${hashTagOf(name) ?? escaped}}{${escaped}}`;
+}
+
+/** The name a whole segment (nothing after it) encodes, or undefined when `nameSegment` never makes it. */
+export function nameOfSegment(segment: string): string | undefined {
+  if (!segment.startsWith('{')) return undefined;
+  const close = segment.indexOf('}');
+  if (close === -1) return undefined;
+  const first = segment.slice(1, close);
+  const name = close === segment.length - 1 ? first : segment.startsWith('{', close + 1) && segment.endsWith('}') ? unescapeName(segment.slice(close + 2, -1)) : undefined;
+  if (name === undefined || name.length === 0) return undefined;
+  // Only the canonical form: an old-layout key (`lock:{x}` for `{x}`) or a stray one is not ours.
+  return nameSegment(name) === segment ? name : undefined;
 }

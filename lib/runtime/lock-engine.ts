@@ -134,7 +134,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     this.subscriber = new UnlockSubscriber(this.subscriberConnection, sharded);
     // Waiters that could not reach Redis retry the moment the command connection is back.
     client.on('ready', this.wakeWaiters);
-    this.keys = new LockKeys(options.keyPrefix);
+    this.keys = new LockKeys(options.keyPrefix, options.maxNameLength);
     this.watchdog = new Watchdog(this.holds, Math.floor(options.watchdogTimeout / 3), options.commandTimeout, this.logger);
     const telemetry = LockTelemetry.start({ lockNames: options.telemetryLockNames });
     this.telemetry = seam?.telemetry ? seam.telemetry(telemetry) : telemetry;

@@ -3,7 +3,7 @@ import { INVALID_TAKE } from '../lock.messages';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../locks/acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import type { CallTicket } from '../redis/bounded-call';
-import { withHashTag } from '../redis/lock-keys';
+import type { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
@@ -76,8 +76,8 @@ export class SemaphoreKeys {
   readonly fence: string;
   readonly channel: string;
 
-  constructor(keyPrefix: string, name: string) {
-    this.base = `${keyPrefix}sem:${withHashTag(name)}`;
+  constructor(keys: LockKeys, name: string) {
+    this.base = keys.semaphore(name);
     this.leases = `${this.base}:leases`;
     this.line = `${this.base}:line`;
     this.deadlines = `${this.base}:deadlines`;
@@ -147,7 +147,7 @@ export class Semaphore {
     /** The limit this object asks with (see `SemaphoreLimitError`). */
     readonly permits: number,
   ) {
-    this.keys = new SemaphoreKeys(engine.options.keyPrefix, name);
+    this.keys = new SemaphoreKeys(engine.keys, name);
   }
 
   /**

@@ -102,7 +102,7 @@ export class LockTestingControls implements OnApplicationShutdown {
     const keys = this.engine.keys;
     const lockKey = keys.lock(name);
     const readWriteKey = keys.readWrite(name);
-    const semaphore = new SemaphoreKeys(this.options.keyPrefix, name);
+    const semaphore = new SemaphoreKeys(keys, name);
     const gone = [lockKey, readWriteKey, LockKeys.readWriteLeases(readWriteKey), semaphore.base, semaphore.leases];
     for (const server of this.network.all()) for (const key of gone) server.keyspace.delete(key);
   }

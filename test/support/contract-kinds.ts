@@ -1,9 +1,13 @@
 import { FairLockService, LockService, ReadWriteLockService, SemaphoreService, type LockRunContext } from '../../lib';
 import { SemaphoreKeys } from '../../lib/semaphores/semaphore';
+import { LockKeys } from '../../lib/redis/lock-keys';
 import { runLocked } from '../../lib/locks/run-locked';
 import { LockEngine } from '../../lib/runtime/lock-engine';
 import type { RedLock } from '../../lib/locks/red-lock';
 import type { LockKind, RunKind } from './lock-contract';
+
+/** The keys of the default prefix, as the library makes them (any name, braces too). */
+const keys = new LockKeys('lock:');
 
 /** Every lock kind the contract suites cover, defined once so each engine runs the same suites. */
 const single = (context: LockRunContext): number[] => (context.fencingToken === undefined ? [] : [context.fencingToken]);
@@ -13,8 +17,8 @@ export const reentrantKind: LockKind & RunKind = {
   kind: 'reentrant',
   make: (app, name) => app.get(LockService).getLock(name),
   run: (app, name, fn, options) => app.get(LockService).run(name, fn, options),
-  redisKey: (name) => `lock:{${name}}`,
-  stateKeys: (name) => [`lock:{${name}}`],
+  redisKey: (name) => keys.lock(name),
+  stateKeys: (name) => [keys.lock(name)],
   tokens: single,
   reentrant: true,
 };
@@ -23,8 +27,8 @@ export const fairKind: LockKind & RunKind = {
   kind: 'fair',
   make: (app, name) => app.get(FairLockService).getLock(name),
   run: (app, name, fn, options) => app.get(FairLockService).run(name, fn, options),
-  redisKey: (name) => `lock:{${name}}`,
-  stateKeys: (name) => [`lock:{${name}}`],
+  redisKey: (name) => keys.lock(name),
+  stateKeys: (name) => [keys.lock(name)],
   tokens: single,
   reentrant: true,
 };
@@ -33,8 +37,8 @@ export const writeKind: LockKind & RunKind = {
   kind: 'write',
   make: (app, name) => app.get(ReadWriteLockService).getReadWriteLock(name).writeLock(),
   run: (app, name, fn, options) => app.get(ReadWriteLockService).runWrite(name, fn, options),
-  redisKey: (name) => `lock:rw:{${name}}`,
-  stateKeys: (name) => [`lock:rw:{${name}}`, `lock:rw:{${name}}:leases`],
+  redisKey: (name) => keys.readWrite(name),
+  stateKeys: (name) => [keys.readWrite(name), LockKeys.readWriteLeases(keys.readWrite(name))],
   tokens: single,
   reentrant: true,
 };
@@ -45,8 +49,8 @@ export const redLockKind: LockKind & RunKind = {
   kind: 'redlock',
   make: (app, name) => app.get(LockService).getRedLock(name),
   run: (app, name, fn, options) => runLocked(app.get(LockEngine), redLock(app, name), fn, options) as Promise<never>,
-  redisKey: (name) => `lock:{${name}}`,
-  stateKeys: (name) => [`lock:{${name}}`],
+  redisKey: (name) => keys.lock(name),
+  stateKeys: (name) => [keys.lock(name)],
   tokens: single,
   reentrant: true,
   // A generous per-master bound: the contract is about lock semantics, not a loaded CI's event loop.
@@ -62,8 +66,8 @@ export const multiKind: LockKind & RunKind = {
     return locks.getMultiLock(...members(name).map((member) => locks.getLock(member)));
   },
   run: (app, name, fn, options) => app.get(LockService).run(members(name), fn, options),
-  redisKey: (name) => `lock:{${members(name)[0]}}`,
-  stateKeys: (name) => members(name).map((member) => `lock:{${member}}`),
+  redisKey: (name) => keys.lock(members(name)[0]),
+  stateKeys: (name) => members(name).map((member) => keys.lock(member)),
   tokens: (context) => (context.name as string[]).map((member) => context.fencingTokens?.[member] ?? NaN),
   reentrant: true,
   reportedName: members,
@@ -74,8 +78,8 @@ export const semaphoreKind: RunKind = {
   kind: 'semaphore',
   run: (app, name, fn, options) => app.get(SemaphoreService).run(name, fn, { permits: 1, ...options }),
   stateKeys: (name) => {
-    const keys = new SemaphoreKeys('lock:', name);
-    return [keys.base, keys.leases];
+    const semaphore = new SemaphoreKeys(keys, name);
+    return [semaphore.base, semaphore.leases];
   },
   tokens: single,
   reentrant: false,

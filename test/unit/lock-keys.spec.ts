@@ -1,4 +1,4 @@
-import { hasHashTag, LockKeys, withHashTag } from '../../lib/redis/lock-keys';
+import { hasHashTag, LockKeys, nameSegment } from '../../lib/redis/lock-keys';
 
 /** Key naming without Redis: every key of one lock shares a hash slot, so its scripts run on a cluster. */
 
@@ -43,15 +43,19 @@ describe('hash tags', () => {
     expect(hasHashTag(name)).toBe(tagged);
   });
 
-  it('wraps a name without a tag, keeps a name with one', () => {
-    expect(withHashTag('order:7')).toBe('{order:7}');
-    expect(withHashTag('{}order')).toBe('{{}order}');
-    expect(withHashTag('tenant:{42}:order:7')).toBe('tenant:{42}:order:7');
+  it('wraps a name without braces as is, and encodes any other in two tags: its slot, then the escaped name', () => {
+    expect(nameSegment('order:7')).toBe('{order:7}');
+    expect(nameSegment('100%')).toBe('{100%}');
+    expect(nameSegment('{}order')).toBe('{%7B%7Dorder}{%7B%7Dorder}');
+    expect(nameSegment('tenant:{42}:order:7')).toBe('{42}{tenant:%7B42%7D:order:7}');
+    expect(nameSegment('{x}')).toBe('{x}{%7Bx%7D}');
+    expect(nameSegment('a%7B{b}')).toBe('{b}{a%257B%7Bb%7D}');
   });
 
-  it('agrees with the slot Redis computes: a wrapped plain name hashes as the bare name, a tagged one as its tag', () => {
-    for (const name of ['order:7', 'a', 'ünïcödé']) expect(redisSlot(`lock:${withHashTag(name)}`)).toBe(redisSlot(name));
-    expect(redisSlot(`lock:${withHashTag('tenant:{42}:order')}`)).toBe(redisSlot('42'));
+  it('agrees with the slot Redis computes: a plain name hashes as the bare name, a tagged one as its tag', () => {
+    for (const name of ['order:7', 'a', 'ünïcödé']) expect(redisSlot(`lock:${nameSegment(name)}`)).toBe(redisSlot(name));
+    expect(redisSlot(`lock:${nameSegment('tenant:{42}:order')}`)).toBe(redisSlot('42'));
+    expect(redisSlot(`lock:${nameSegment('{{a}}')}`)).toBe(redisSlot('{a'));
   });
 
   it('the slot function is the server\'s (checked against CLUSTER KEYSLOT of redis-server 7.0)', () => {
@@ -63,19 +67,10 @@ describe('hash tags', () => {
   });
 
   it('gives every key of a name with stray braces one slot too', () => {
-    // `{}x` wraps to `{{}x}`, whose tag Redis reads as `{`: not the bare name's slot, but one slot.
-    for (const name of ['{}x', 'x}', '{', '{}{}', 'a}{b']) {
-      const lockKey = `lock:${withHashTag(name)}`;
+    for (const name of ['{}x', 'x}', '{', '{}{}', 'a}{b', '}', '}{', '}order']) {
+      const lockKey = `lock:${nameSegment(name)}`;
       expect(redisSlot(`${lockKey}:channel`)).toBe(redisSlot(lockKey));
       expect(redisSlot(`${lockKey}:rq:1`)).toBe(redisSlot(lockKey));
-    }
-  });
-
-  // Wrapped as is, `}order` would give `{}order}`, whose first tag is empty (whole keys hashed).
-  it('gives every key of a name starting with } one slot', () => {
-    for (const name of ['}', '}{', '}order']) {
-      const lockKey = `lock:${withHashTag(name)}`;
-      expect(redisSlot(`${lockKey}:channel`)).toBe(redisSlot(lockKey));
     }
   });
 });
@@ -115,7 +110,7 @@ describe('LockKeys', () => {
 
   it('uses the prefix as given, and a tag in the name picks the slot (names sharing a tag share a slot)', () => {
     expect(new LockKeys('').lock('x')).toBe('{x}');
-    expect(new LockKeys('app1:locks:').lock('{tenant-9}:a')).toBe('app1:locks:{tenant-9}:a');
+    expect(new LockKeys('app1:locks:').lock('{tenant-9}:a')).toBe('app1:locks:{tenant-9}{%7Btenant-9%7D:a}');
     const tagged = new LockKeys('lock:');
     expect(redisSlot(tagged.lock('{tenant-9}:a'))).toBe(redisSlot(tagged.lock('{tenant-9}:b')));
   });
