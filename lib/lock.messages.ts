@@ -174,6 +174,15 @@ export const KEY_TEMPLATE_BAD_VALUE = (method: string, template: string, placeho
   `Lock key for ${method} not built: ${placeholder} in ${show(template)} is ${problem}; ` +
   'the method was not run (an empty or shared key would serialise unrelated calls)';
 
+/** Gives the lengths, never the value (it may be huge, and is the caller's input). */
+export const KEY_TEMPLATE_TOO_LONG = (method: string, template: string, placeholder: string, length: number, limit: number): string =>
+  `Lock key for ${method} not built: ${placeholder} in ${show(template)} makes a key of ${length} characters; ` +
+  `the limit is ${limit} (maxNameLength); the method was not run`;
+
+export const KEY_FUNCTION_TOO_LONG = (method: string, index: number | undefined, length: number, limit: number): string =>
+  `Lock key for ${method} not built: the key function returned a name${index === undefined ? '' : ` at index ${index}`} ` +
+  `of ${length} characters; the limit is ${limit} (maxNameLength); the method was not run`;
+
 export const KEY_FUNCTION_BAD_RESULT = (method: string, problem: string): string =>
   `Lock key for ${method} not built: the key function returned ${problem}; the method was not run`;
 

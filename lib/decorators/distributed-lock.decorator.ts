@@ -82,7 +82,7 @@ function callLocked(
   // per call); a missing binding or a bad key value still rejects, never throws.
   try {
     const binding = bindingOf(thisArg, locked.method, locked.decorator);
-    const names = locked.namesFor(thisArg, args);
+    const names = locked.namesFor(thisArg, args, binding.maxNameLength);
     const signal = requestSignal();
     const options = signal ? { ...locked.runOptions, signal } : locked.runOptions;
     if (contextIndex === undefined) return locked.run(binding, names, () => Reflect.apply(original, thisArg, args), options);

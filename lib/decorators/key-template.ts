@@ -3,6 +3,8 @@ import {
   type DecoratorName,
   KEY_TEMPLATE_BAD_VALUE,
   KEY_TEMPLATE_NAMES_UNREADABLE,
+  KEY_TEMPLATE_TOO_LONG,
+  quoteName,
   KEY_TEMPLATE_SYNTAX,
   KEY_TEMPLATE_UNKNOWN_PARAMETER,
   KEY_TEMPLATE_UNKNOWN_POSITION,
@@ -24,8 +26,11 @@ export interface Placeholder {
 /** Literal text or a placeholder. */
 export type TemplatePart = string | Placeholder;
 
-/** Builds the key of one call from the call's arguments; throws `KeyTemplateError` for unusable values. */
-export type KeyBuilder = (args: readonly unknown[]) => string;
+/**
+ * Builds the key of one call from the call's arguments; throws `KeyTemplateError` for unusable
+ * values, a key longer than `maxLength` (the module's `maxNameLength`) among them.
+ */
+export type KeyBuilder = (args: readonly unknown[], maxLength?: number) => string;
 
 const IDENTIFIER = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200c\u200d]*/u;
 const DIGITS = /^\d+/;
@@ -135,23 +140,48 @@ export function compileKeyTemplate(
   const parts = parseKeyTemplate(template).map((part) => {
     if (typeof part === 'string') return part;
     const read = argumentReader(part, parameters, method, template, decorator);
-    return (args: readonly unknown[]) => keyText(walk(read(args), part, method, template), part, method, template);
+    return { placeholder: part, text: (args: readonly unknown[]) => keyText(walk(read(args), part, method, template), part, method, template) };
   });
-  // Specialised once per method for the usual shapes (no array or join per call).
+  const build = concatenation(parts);
+  return (args, maxLength = Number.POSITIVE_INFINITY) => {
+    const key = build(args);
+    if (key.length > maxLength) throw tooLong(parts, args, key.length, maxLength, method, template);
+    return key;
+  };
+}
+
+type CompiledPart = string | { readonly placeholder: Placeholder; readonly text: (args: readonly unknown[]) => string };
+
+/** The key text of compiled parts, specialised once per method for the usual shapes (no array or join per call). */
+function concatenation(parts: readonly CompiledPart[]): (args: readonly unknown[]) => string {
   if (parts.length === 1) {
     const only = parts[0];
-    return typeof only === 'string' ? () => only : only;
+    return typeof only === 'string' ? () => only : only.text;
   }
   if (parts.length === 2) {
     const [first, second] = parts;
-    if (typeof first === 'string' && typeof second !== 'string') return (args) => first + second(args);
-    if (typeof first !== 'string' && typeof second === 'string') return (args) => first(args) + second;
+    if (typeof first === 'string' && typeof second !== 'string') return (args) => first + second.text(args);
+    if (typeof first !== 'string' && typeof second === 'string') return (args) => first.text(args) + second;
   }
   return (args) => {
     let key = '';
-    for (const part of parts) key += typeof part === 'string' ? part : part(args);
+    for (const part of parts) key += typeof part === 'string' ? part : part.text(args);
     return key;
   };
+}
+
+/** A key over the limit: blamed on the placeholder whose value is longest (the one a caller made long). */
+function tooLong(parts: readonly CompiledPart[], args: readonly unknown[], length: number, maxLength: number, method: string, template: string): KeyTemplateError {
+  let blamed: Placeholder | undefined;
+  let longest = -1;
+  for (const part of parts) {
+    if (typeof part === 'string') continue;
+    const size = part.text(args).length;
+    if (size > longest) [blamed, longest] = [part.placeholder, size];
+  }
+  // A template without placeholders is checked at its first call like any other (its text is the name).
+  const source = blamed?.source ?? template;
+  return new KeyTemplateError(KEY_TEMPLATE_TOO_LONG(method, template, source, length, maxLength), blamed?.source);
 }
 
 function argumentReader(
@@ -194,7 +224,10 @@ function walk(value: unknown, placeholder: Placeholder, method: string, template
     if (current === undefined || current === null) {
       // The path reached so far is spelled out only for the message, not on every call.
       const reached = `#${placeholder.root}${steps.slice(0, i).map(describeStep).join('')}`;
-      throw new KeyTemplateError(KEY_TEMPLATE_BAD_VALUE(method, template, placeholder.source, `unreachable (${reached} is ${String(current)})`));
+      throw new KeyTemplateError(
+        KEY_TEMPLATE_BAD_VALUE(method, template, placeholder.source, `unreachable (${reached} is ${String(current)})`),
+        placeholder.source,
+      );
     }
     const step = steps[i];
     current = 'index' in step ? (current as Record<number, unknown>)[step.index] : (current as Record<string, unknown>)[step.property];
@@ -209,7 +242,7 @@ function walk(value: unknown, placeholder: Placeholder, method: string, template
  */
 function keyText(value: unknown, placeholder: Placeholder, method: string, template: string): string {
   const refuse = (problem: string): never => {
-    throw new KeyTemplateError(KEY_TEMPLATE_BAD_VALUE(method, template, placeholder.source, problem));
+    throw new KeyTemplateError(KEY_TEMPLATE_BAD_VALUE(method, template, placeholder.source, problem), placeholder.source);
   };
   switch (typeof value) {
     case 'string':
@@ -233,6 +266,6 @@ function keyText(value: unknown, placeholder: Placeholder, method: string, templ
   }
   const text = String(value);
   if (text === '') return refuse('an object whose text is empty');
-  if (text.startsWith('[object ')) return refuse(`an object whose text is "${text}" (name one of its fields)`);
+  if (text.startsWith('[object ')) return refuse(`an object whose text is ${quoteName(text)} (name one of its fields)`);
   return text;
 }

@@ -28,6 +28,8 @@ export class LockBinding {
     private readonly fair: FairLockService,
     private readonly readWrite: ReadWriteLockService,
     private readonly semaphores: SemaphoreService,
+    /** The module's `maxNameLength`: a key template value making a longer name is a bad request. */
+    readonly maxNameLength: number,
   ) {}
 
   /** `@DistributedSemaphore`: takes permits of the semaphore `name` around `body`. */

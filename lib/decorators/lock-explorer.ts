@@ -34,7 +34,7 @@ export class LockExplorer implements OnModuleInit, OnApplicationShutdown {
     readWrite: ReadWriteLockService,
     semaphores: SemaphoreService,
   ) {
-    this.binding = new LockBinding(locks, fair, readWrite, semaphores);
+    this.binding = new LockBinding(locks, fair, readWrite, semaphores, engine.options.maxNameLength);
   }
 
   onModuleInit(): void {

@@ -6,6 +6,8 @@ import {
   DECORATOR_NOT_ASYNC,
   type DecoratorName,
   KEY_FUNCTION_BAD_RESULT,
+  KEY_FUNCTION_TOO_LONG,
+  quoteName,
 } from '../lock.messages';
 import type { LockRunContext, RunOptions } from '../locks/lock';
 import type { LockBinding, LockNames } from './lock-binding';
@@ -25,7 +27,7 @@ export class LockedMethod {
   readonly runOptions: RunOptions;
   /** Why this method cannot be locked; thrown at bootstrap. */
   readonly problem: Error | undefined;
-  private readonly keys: (thisArg: unknown, args: readonly unknown[]) => LockNames;
+  private readonly keys: (thisArg: unknown, args: readonly unknown[], maxNameLength: number) => LockNames;
 
   constructor(
     /** `Class.method`, for messages. */
@@ -65,9 +67,12 @@ export class LockedMethod {
     return binding.run(this.mode, names, body, options);
   }
 
-  /** The lock names of one call; throws `KeyTemplateError` for a value that cannot make a key. */
-  namesFor(thisArg: unknown, args: readonly unknown[]): LockNames {
-    return this.keys(thisArg, args);
+  /**
+   * The lock names of one call; throws `KeyTemplateError` for a value that cannot make a key (a name
+   * longer than `maxNameLength` among them: a bad request, not a lock name).
+   */
+  namesFor(thisArg: unknown, args: readonly unknown[], maxNameLength: number): LockNames {
+    return this.keys(thisArg, args, maxNameLength);
   }
 }
 
@@ -137,7 +142,7 @@ function checkReturnType(method: string, declared: unknown, decorator: Decorator
 
 function compileKey(method: string, key: LockKey, original: Function, decorator: DecoratorName): LockedMethod['keys'] {
   if (typeof key === 'function') {
-    return (thisArg, args) => checkKeyFunctionResult(method, key.apply(thisArg, args as unknown[]));
+    return (thisArg, args, maxNameLength) => checkKeyFunctionResult(method, key.apply(thisArg, args as unknown[]), maxNameLength);
   }
   const templates = typeof key === 'string' ? [key] : Array.isArray(key) ? key : undefined;
   if (!templates || templates.length === 0 || templates.some((template) => typeof template !== 'string')) {
@@ -145,19 +150,22 @@ function compileKey(method: string, key: LockKey, original: Function, decorator:
   }
   const parameters = declaredParameters(original);
   const builders: KeyBuilder[] = templates.map((template) => compileKeyTemplate(template, parameters, method, decorator));
-  if (typeof key === 'string') return (_thisArg, args) => builders[0](args);
-  return (_thisArg, args) => builders.map((build) => build(args));
+  if (typeof key === 'string') return (_thisArg, args, maxNameLength) => builders[0](args, maxNameLength);
+  return (_thisArg, args, maxNameLength) => builders.map((build) => build(args, maxNameLength));
 }
 
-function checkKeyFunctionResult(method: string, result: unknown): LockNames {
+function checkKeyFunctionResult(method: string, result: unknown, maxNameLength: number): LockNames {
   if (typeof result === 'string') {
     if (result === '') throw new KeyTemplateError(KEY_FUNCTION_BAD_RESULT(method, 'an empty string'));
+    if (result.length > maxNameLength) throw new KeyTemplateError(KEY_FUNCTION_TOO_LONG(method, undefined, result.length, maxNameLength));
     return result;
   }
   if (!Array.isArray(result)) throw new KeyTemplateError(KEY_FUNCTION_BAD_RESULT(method, describe(result)));
   if (result.length === 0) throw new KeyTemplateError(KEY_FUNCTION_BAD_RESULT(method, 'an empty array'));
   const bad = result.findIndex((name) => typeof name !== 'string' || name === '');
   if (bad !== -1) throw new KeyTemplateError(KEY_FUNCTION_BAD_RESULT(method, `${describe(result[bad])} at index ${bad}`));
+  const long = result.findIndex((name) => (name as string).length > maxNameLength);
+  if (long !== -1) throw new KeyTemplateError(KEY_FUNCTION_TOO_LONG(method, long, (result[long] as string).length, maxNameLength));
   if (result.length === 1) return result[0] as string;
   return result as string[];
 }
@@ -165,5 +173,5 @@ function checkKeyFunctionResult(method: string, result: unknown): LockNames {
 function describe(value: unknown): string {
   if (value === '') return 'an empty string';
   if (value === null || value === undefined) return String(value);
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
+  return typeof value === 'object' ? 'an object' : typeof value === 'string' ? `string ${quoteName(value)}` : `${typeof value} ${String(value)}`;
 }
