@@ -52,6 +52,7 @@ describe('resolveLockOptions', () => {
       shutdownTimeout: 0,
       clientName: 'orders-api',
       telemetryLockNames: true,
+      maxNameLength: 200,
       isGlobal: true,
     });
     expect(resolved).toEqual({
@@ -67,6 +68,7 @@ describe('resolveLockOptions', () => {
       shutdownTimeout: 0,
       clientName: 'orders-api',
       telemetryLockNames: true,
+      maxNameLength: 200,
     });
     expect(resolve({ watchdogTimeout: undefined, keyPrefix: undefined }).watchdogTimeout).toBe(LOCK_OPTION_DEFAULTS.watchdogTimeout);
   });
@@ -114,6 +116,10 @@ describe('resolveLockOptions', () => {
     ['clientName', 42, 'LockModule option "clientName" must be a non-empty string (got 42)'],
     ['telemetryLockNames', 'yes', 'LockModule option "telemetryLockNames" must be a boolean (got "yes")'],
     ['isGlobal', 1, 'LockModule option "isGlobal" must be a boolean (got 1)'],
+    ['maxNameLength', 0, 'LockModule option "maxNameLength" must be a whole number >= 1 (got 0)'],
+    ['maxNameLength', 10.5, 'LockModule option "maxNameLength" must be a whole number >= 1 (got 10.5)'],
+    ['maxNameLength', Number.POSITIVE_INFINITY, 'LockModule option "maxNameLength" must be a whole number >= 1 (got Infinity)'],
+    ['maxNameLength', '1024', 'LockModule option "maxNameLength" must be a whole number >= 1 (got "1024")'],
   ] as const)('refuses %s = %p with a message naming it', (option, value, message) => {
     expect(() => resolve({ [option]: value })).toThrow(message);
   });
