@@ -290,6 +290,13 @@ export const LUA_SCRIPT_MISSING = (name: string): string =>
   `No Lua script named '${name}' in the library's generated sources (lua/${name}.lua); ` +
   'run `node scripts/generate-lua.js` after adding a script';
 
+// --- introspection (list) ---
+
+export const GLOB_INVALID = (pattern: string, why: string): string => `list({ match: ${quoteName(pattern)} }) is refused: the pattern is invalid: ${why}`;
+
+export const GLOB_TOO_COSTLY = (pattern: string, why: string): string =>
+  `list({ match: ${quoteName(pattern)} }) is refused: the pattern is too costly to match: ${why}`;
+
 // --- health indicator (nestjs-redis-locks/terminus) ---
 
 export const HEALTH_PING_FAILED = (cause: string): string => `Redis did not answer PING: ${cause}`;

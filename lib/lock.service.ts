@@ -82,8 +82,10 @@ export class LockService {
   }
 
   /**
-   * Every reentrant, fair and read-write lock that exists now (SCAN, bounded, on every master of a
-   * cluster), as `inspect` describes it; `match` filters the names (`'order:*'`).
+   * Every reentrant, fair and read-write lock and every semaphore that exists now (SCAN, bounded,
+   * on every master of a cluster), each as its own kind under its own name, as `inspect` describes
+   * it; `match` filters the names (`'order:*'`: at most 4 wildcards; an invalid or too costly
+   * pattern is refused with a `TypeError`).
    */
   list(options?: ListLocksOptions): AsyncIterable<LockInfo> {
     return this.inspector.list(options);

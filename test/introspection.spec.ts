@@ -2,7 +2,7 @@ import { ChildProcess } from 'node:child_process';
 import { hostname } from 'node:os';
 import Redis from 'ioredis';
 import { TestingModule } from '@nestjs/testing';
-import { FairLockService, LockInfo, LockService, ReadWriteLockService } from '../lib';
+import { FairLockService, LockInfo, LockService, ReadWriteLockService, SemaphoreService } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
 import { spawnFixture } from './support/child-process';
 import { createLockApp, waitUntil } from './support/lock-app';
@@ -154,6 +154,41 @@ describe('inspect and list', () => {
     expect(all).toEqual(expect.arrayContaining(['list:a', 'other:x', 'list:rw']));
     for (const lock of held) await lock.unlock();
     await write.unlock();
+  });
+
+  it('list() reports every kind as itself: a semaphore under its own name with its permits, names with braces as given', async () => {
+    const permit = await app.get(SemaphoreService).getSemaphore('kinds:sem', { permits: 3 }).acquire({ take: 2 });
+    const braced = app.get(LockService).getLock('kinds:{x}%7D}');
+    await braced.lock();
+    const rw = app.get(ReadWriteLockService).getReadWriteLock('kinds:{rw}').readLock();
+    await rw.lock();
+    try {
+      const seen: LockInfo[] = [];
+      for await (const info of app.get(LockService).list({ match: 'kinds:*' })) seen.push(info);
+      expect(seen.map((info) => `${info.kind} ${info.name}`).sort()).toEqual(['read-write kinds:{rw}', 'reentrant kinds:{x}%7D}', 'semaphore kinds:sem']);
+      const semaphore = seen.find((info) => info.kind === 'semaphore')!;
+      expect(semaphore).toMatchObject({ name: 'kinds:sem', locked: true, permits: 3, available: 1, waiters: [] });
+      expect(semaphore.holders).toEqual([
+        expect.objectContaining({ ownerId: permit.ownerId, holdCount: 2, fencingToken: permit.fencingToken, instance: expect.objectContaining({ clientName: 'inspector' }) }),
+      ]);
+      expect(semaphore.ttl).toBeGreaterThan(0);
+    } finally {
+      await permit.release();
+      await braced.unlock();
+      await rw.unlock();
+    }
+  });
+
+  it('list() refuses an invalid or too costly pattern with a TypeError before asking Redis', async () => {
+    const locks = app.get(LockService);
+    const first = (match: string) => locks.list({ match })[Symbol.asyncIterator]().next();
+    await expect(first('[z-a]')).rejects.toThrow(new TypeError('list({ match: "[z-a]" }) is refused: the pattern is invalid: the range [z-a] is reversed (write [a-z])'));
+    await expect(first('order:[abc')).rejects.toThrow(TypeError);
+    await expect(first('*?*?*?*?*?*?*?!')).rejects.toThrow(/too costly to match: it has 14 wildcards/);
+    // Redis is never given the pattern: a name pattern full of stars costs it nothing more than `lock:*`.
+    const started = performance.now();
+    for await (const info of locks.list({ match: '*?*?!' })) expect(info).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(5_000);
   });
 
   it('registers the instance once, with the clientName option, and deletes it on shutdown', async () => {

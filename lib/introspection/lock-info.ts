@@ -4,11 +4,14 @@ export type { LockInstanceInfo };
 
 export interface LockHolderInfo {
   readonly ownerId: string;
+  /** Holds re-entered; for a semaphore (in `list`), the permits this holder took. */
   readonly holdCount: number;
   /** For a read-write lock: the mode of this hold. */
   readonly mode?: 'read' | 'write';
   /** The holder's module instance; absent when it is no longer registered (it stopped renewing). */
   readonly instance?: LockInstanceInfo;
+  /** A semaphore holder's fencing token (in `list`; a lock's token is the record's `fencingToken`). */
+  readonly fencingToken?: number;
 }
 
 export interface LockWaiterInfo {
@@ -16,10 +19,10 @@ export interface LockWaiterInfo {
   readonly instance?: LockInstanceInfo;
 }
 
-/** What `inspect(name)` and `list()` report about one lock. */
+/** What `inspect(name)` and `list()` report about one lock (`list` reports semaphores too). */
 export interface LockInfo {
   readonly name: string;
-  readonly kind: 'reentrant' | 'fair' | 'read-write';
+  readonly kind: 'reentrant' | 'fair' | 'read-write' | 'semaphore';
   readonly locked: boolean;
   /** Remaining lease in ms; -2 when free. */
   readonly ttl: number;
@@ -28,13 +31,22 @@ export interface LockInfo {
   /** A read-write lock's mode while held. */
   readonly mode?: 'read' | 'write';
   readonly holders: readonly LockHolderInfo[];
-  /** A fair lock's waiting line, first in line first. */
+  /** A fair lock's (or a semaphore's) waiting line, first in line first. */
   readonly waiters?: readonly LockWaiterInfo[];
+  /** A semaphore's limit (the `permits` it is in use with). */
+  readonly permits?: number;
+  /** A semaphore's permits free right now. */
+  readonly available?: number;
 }
 
 /** Options of `LockService.list()`. */
 export interface ListLocksOptions {
-  /** Glob on the lock name (Redis `MATCH` syntax: `*`, `?`, `[abc]`), e.g. `'order:*'`. Default: all. */
+  /**
+   * Glob on the lock name (Redis `MATCH` syntax: `*`, `?`, `[abc]`, `[^a-z]`, `\x`), e.g. `'order:*'`.
+   * Default: all. Matched by the library on names, never by Redis; a pattern with more than 4
+   * wildcards, longer than twice `maxNameLength`, or invalid (`[z-a]`, an unclosed `[`) is refused
+   * with a `TypeError` saying why.
+   */
   match?: string;
   /** SCAN's `COUNT` hint: keys looked at per round trip (default 100). */
   count?: number;

@@ -1,5 +1,7 @@
 import { LockKeys } from '../redis/lock-keys';
-import { escapeRedisGlob, redisGlobToRegExp } from '../redis/redis-glob';
+import { escapeRedisGlob } from '../redis/redis-glob';
+import { SemaphoreKeys } from '../semaphores/semaphore';
+import { NameGlob } from './name-glob';
 import { LuaScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import { withTimeout, type CallTicket } from '../redis/bounded-call';
@@ -9,6 +11,7 @@ import type { ListLocksOptions, LockHolderInfo, LockInfo, LockInstanceInfo, Lock
 const scripts = {
   lock: LuaScript.named('lock-inspect'),
   readWrite: LuaScript.named('rw-inspect'),
+  semaphore: LuaScript.named('semaphore-inspect'),
 };
 
 const DEFAULT_SCAN_COUNT = 100;
@@ -23,7 +26,7 @@ export interface InspectionSource {
   readonly client: RedisClient;
   readonly keys: LockKeys;
   readonly instances: InstanceRegistry;
-  readonly options: { readonly keyPrefix: string; readonly commandTimeout: number };
+  readonly options: { readonly keyPrefix: string; readonly commandTimeout: number; readonly maxNameLength: number };
   /** One Redis call bounded by `commandTimeout`, a failure becoming a `LockUnavailableError`. */
   call<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T>;
 }
@@ -89,15 +92,42 @@ export class LockInspector {
     };
   }
 
+  /** A semaphore as `list` reports it: its limit, free permits, holders (permits taken) and line. */
+  async inspectSemaphore(name: string): Promise<LockInfo> {
+    const keys = new SemaphoreKeys(this.engine.keys, name);
+    const reply = (await this.engine.call(name, (ticket) =>
+      scripts.semaphore.run(this.engine.client, [keys.base, keys.leases, keys.line, keys.deadlines], [1], ticket),
+    )) as [number, number, unknown[], unknown[]];
+    const [limit, used, holderFields, waiterFields] = [Number(reply[0]), Number(reply[1]), reply[2] ?? [], reply[3] ?? []];
+    const held: Array<{ ownerId: string; holdCount: number; ttl: number; fencingToken: number }> = [];
+    for (let i = 0; i + 3 < holderFields.length; i += 4) {
+      held.push({ ownerId: String(holderFields[i]), holdCount: Number(holderFields[i + 1]), ttl: Number(holderFields[i + 2]), fencingToken: Number(holderFields[i + 3]) });
+    }
+    const waiterIds: string[] = [];
+    for (let i = 0; i + 1 < waiterFields.length; i += 2) waiterIds.push(String(waiterFields[i]));
+    const instances = await this.instances([], [...held.map((h) => h.ownerId), ...waiterIds], name, true);
+    return {
+      name,
+      kind: 'semaphore',
+      locked: held.length > 0,
+      ttl: held.length > 0 ? Math.max(...held.map((h) => h.ttl)) : -2,
+      holders: held.map(({ ownerId, holdCount, fencingToken }) => withInstance({ ownerId, holdCount, fencingToken }, instances)),
+      waiters: waiterIds.map((ownerId): LockWaiterInfo => withInstance({ ownerId }, instances)),
+      ...(limit > 0 ? { permits: limit, available: Math.max(0, limit - used) } : {}),
+    };
+  }
+
   /**
-   * Every lock that exists (SCAN over every master of a cluster, `count` keys per round trip, each
-   * bounded by `commandTimeout`), inspected one by one; a lock that ended meanwhile is skipped.
+   * Every lock and semaphore that exists (SCAN over every master of a cluster, `count` keys per
+   * round trip, each bounded by `commandTimeout`), each reported as its own kind under its own
+   * name and inspected one by one; one that ended meanwhile is skipped. Redis is only given the
+   * key prefix to match (cheap for it); `match` is a `NameGlob` applied here to decoded names.
    */
   async *list(options: ListLocksOptions = {}): AsyncGenerator<LockInfo> {
-    const { keyPrefix } = this.engine.options;
+    const { keyPrefix, maxNameLength } = this.engine.options;
     const count = options.count ?? DEFAULT_SCAN_COUNT;
-    const nameMatches = options.match === undefined ? () => true : matcherOf(redisGlobToRegExp(options.match));
-    const readWritePrefix = `${keyPrefix}rw:`;
+    // Checked before the first round trip: a refused pattern costs Redis nothing.
+    const glob = options.match === undefined ? undefined : NameGlob.parse(options.match, 2 * maxNameLength);
     const pattern = `${escapeRedisGlob(keyPrefix)}*`;
     for (const node of this.masters()) {
       let cursor = '0';
@@ -107,12 +137,15 @@ export class LockInspector {
         )) as [string, string[]];
         cursor = next;
         for (const key of keys) {
-          const readWrite = key.startsWith(readWritePrefix);
-          const name = unwrapName(key.slice(readWrite ? readWritePrefix.length : keyPrefix.length));
-          if (!nameMatches(name)) continue;
-          // Only keys that are this library's locks: the name must map back to the same key.
-          if ((readWrite ? this.engine.keys.readWrite(name) : this.engine.keys.lock(name)) !== key) continue;
-          const info = readWrite ? await this.inspectReadWrite(name) : await this.inspectLock(name, 'reentrant');
+          // Only keys that are this library's main keys: each decodes to one kind and one name.
+          const found = this.engine.keys.parse(key);
+          if (!found || (glob && !glob.matches(found.name))) continue;
+          const info =
+            found.kind === 'readWrite'
+              ? await this.inspectReadWrite(found.name)
+              : found.kind === 'semaphore'
+                ? await this.inspectSemaphore(found.name)
+                : await this.inspectLock(found.name, 'reentrant');
           if (info.locked) yield info;
         }
       } while (cursor !== '0');
@@ -129,7 +162,8 @@ export class LockInspector {
     return isCluster(this.engine.client) ? '' : this.engine.instances.keyPrefix;
   }
 
-  private async instances(fields: unknown[], ownerIds: string[], name: string): Promise<Instances> {
+  /** The instances of `ownerIds`: those the script read, looked up when missing on a cluster (or when `lookUp`). */
+  private async instances(fields: unknown[], ownerIds: string[], name: string, lookUp = false): Promise<Instances> {
     const found: Instances = new Map();
     for (let i = 0; i + 1 < fields.length; i += 2) {
       const info = parseInstance(fields[i + 1]);
@@ -137,7 +171,7 @@ export class LockInspector {
     }
     const self = this.engine.instances.self;
     const missing = ownerIds.map(clientIdOf).filter((id) => !found.has(id));
-    if (missing.length > 0 && isCluster(this.engine.client)) {
+    if (missing.length > 0 && (lookUp || isCluster(this.engine.client))) {
       const looked = await this.engine.call(name, () => withTimeout(this.engine.instances.lookup(missing), this.engine.options.commandTimeout));
       for (const [id, info] of looked) found.set(id, info);
     }
@@ -158,14 +192,3 @@ function withInstance<T extends { ownerId: string }>(entry: T, instances: Instan
   return instance ? { ...entry, instance } : entry;
 }
 
-/** The lock name of a key segment: `{order:7}` -> `order:7`; a name with its own hash tag as is. */
-function unwrapName(segment: string): string {
-  if (segment.startsWith('{') && segment.endsWith('}') && segment.indexOf('}') === segment.length - 1) {
-    return segment.slice(1, -1);
-  }
-  return segment;
-}
-
-function matcherOf(regex: RegExp): (name: string) => boolean {
-  return (name) => regex.test(name);
-}
