@@ -266,6 +266,14 @@ export const REPLICAS_NOT_SYNCED = (name: string, confirmed: number, wanted: num
 export const REDLOCK_CONNECTION_FAILED = (index: number, error: unknown): string =>
   `RedLock master redlock.clients[${index}] could not connect (it counts as a "no" until it does): ${String(error)}`;
 
+export const REDLOCK_DUPLICATE_MASTERS = (first: number, second: number, runId: string): string =>
+  `LockModule option redlock.clients[${first}] and redlock.clients[${second}] reach the same Redis server ` +
+  `(run_id ${runId}): RedLock needs independent masters, and one server listed twice would vote twice; ` +
+  'list each master once';
+
+export const REDLOCK_MASTER_UNIDENTIFIED = (status: string): string =>
+  `RedLock master not identified yet (INFO server unanswered, connection ${status}): its vote does not count`;
+
 export const WAIT_NO_REPLY = 'WAIT (syncReplicas) got no reply';
 
 export const NOT_CONNECTED = (status: string): string => `not connected (${status})`;

@@ -203,13 +203,15 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       // The 'error' event names the address and the cause; connect()'s rejection only says it closed.
       this.client.connect().catch((error: Error) => this.logger.debug?.(CONNECTION_ERROR_DEBUG('commands', error.message)));
     }
+    this.redlockMasters?.connect();
     try {
       await this.serverVersion.atStart();
+      // Two redlock.clients entries reaching one server fail the start (a master down now is checked before its first vote).
+      await this.redlockMasters?.identify(this.redlockMasters.masterTimeout(this.options.watchdogTimeout), { evenIfDown: true });
     } catch (error) {
       await this.onApplicationShutdown();
       throw error;
     }
-    this.redlockMasters?.connect();
     // Registered once, then kept alive by every watchdog round (nothing is written per acquisition).
     void this.instances.refresh();
     this.watchdog.startHeartbeat(() => this.instances.refresh());

@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisOptions } from 'ioredis';
-import { CONNECTION_ERROR_DEBUG, REDLOCK_CONNECTION_FAILED, NOT_CONNECTED } from '../lock.messages';
+import { LockError } from '../errors';
+import { CONNECTION_ERROR_DEBUG, REDLOCK_CONNECTION_FAILED, REDLOCK_DUPLICATE_MASTERS, REDLOCK_MASTER_UNIDENTIFIED, NOT_CONNECTED } from '../lock.messages';
 import { withTimeout } from '../redis/bounded-call';
 import { closeConnection, isDown, type RedisClient } from '../redis/redis-client';
 import { Waiter } from '../redis/waiter';
@@ -47,6 +48,13 @@ export class RedLockMasters {
   /** The RedLock waiters sleeping between attempts (no pub/sub: a subscription lives on one server). */
   private readonly waiters = new Set<Waiter>();
   private closedWith: Error | undefined;
+  /**
+   * Each master's server identity (`run_id` of INFO server) once read. Two entries reaching one
+   * server (two URLs, two option objects, two clients) would let one server vote twice: refused.
+   */
+  private readonly runIds: Array<string | undefined>;
+  /** Set once two entries were found to reach one server: every acquisition is refused with it. */
+  private duplicate: LockError | undefined;
 
   constructor(
     private readonly connections: readonly MasterConnection[],
@@ -54,6 +62,7 @@ export class RedLockMasters {
     private readonly logger: Logger,
   ) {
     this.clients = connections.map((c) => c.client);
+    this.runIds = connections.map(() => undefined);
     this.quorum = Math.floor(connections.length / 2) + 1;
     connections.forEach(({ client, owned }, i) => {
       if (owned) client.on('error', (error: Error) => logger.debug?.(CONNECTION_ERROR_DEBUG(`redlock master ${i}`, error.message)));
@@ -127,6 +136,47 @@ export class RedLockMasters {
         }
       }),
     );
+  }
+
+  /**
+   * Reads the `run_id` of every master not identified yet (each bounded by `timeoutMs`; one that is
+   * down or silent stays unidentified and is asked again next time), then throws a `LockError`
+   * naming the entries when two reach one server. At bootstrap (`evenIfDown`: connections are still
+   * opening) and before every acquisition until all are identified, so no grant ever counts one
+   * server twice: `identified()` says which masters' votes may count.
+   */
+  async identify(timeoutMs: number, { evenIfDown = false }: { evenIfDown?: boolean } = {}): Promise<void> {
+    if (this.duplicate) throw this.duplicate;
+    await Promise.all(
+      this.clients.map(async (client, i) => {
+        if (this.runIds[i] !== undefined || (!evenIfDown && isDown(client))) return;
+        try {
+          const info = await withTimeout(client.info('server'), timeoutMs);
+          // A server that reports no run_id (a proxy) cannot be compared: it stands for itself.
+          this.runIds[i] ??= /^run_id:(\S+)/m.exec(info)?.[1] ?? `unknown:${i}`;
+        } catch {
+          // unreachable for now: its votes do not count until it is identified
+        }
+      }),
+    );
+    const first = new Map<string, number>();
+    this.runIds.forEach((runId, i) => {
+      if (runId === undefined || this.duplicate) return;
+      const earlier = first.get(runId);
+      if (earlier === undefined) first.set(runId, i);
+      else this.duplicate = new LockError(REDLOCK_DUPLICATE_MASTERS(earlier, i, runId));
+    });
+    if (this.duplicate) throw this.duplicate;
+  }
+
+  /** Whether `client`'s server identity is known (and distinct from the others'): only then does its vote count. */
+  identified(client: RedisClient): boolean {
+    return this.runIds[this.clients.indexOf(client)] !== undefined;
+  }
+
+  /** Fails a vote of a master not identified yet (see `identify`). */
+  static unidentified(client: RedisClient): Error {
+    return new Error(REDLOCK_MASTER_UNIDENTIFIED(client.status));
   }
 
   /**

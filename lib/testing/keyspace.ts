@@ -1,4 +1,5 @@
 import { ReplyError } from 'ioredis';
+import { randomBytes } from 'node:crypto';
 import { redisGlobToRegExp } from '../redis/redis-glob';
 
 /** A Redis status reply (`+OK`): a string to a client, `{ ok = ... }` to a script. */
@@ -75,6 +76,8 @@ function range(length: number, startText: string, stopText: string): [number, nu
  */
 export class Keyspace {
   private readonly entries = new Map<string, Entry>();
+  /** This server's `run_id` in INFO (RedLock tells two entries of one server apart by it). */
+  readonly runId = randomBytes(20).toString('hex');
   private lastMicros = 0;
 
   /**
@@ -192,7 +195,8 @@ const COMMANDS: Record<string, Command> = {
   info: {
     minArgs: 0,
     // The server version the library checks at start, and the few fields a client reads.
-    run: () => '# Server\r\nredis_version:7.2.0\r\nredis_mode:standalone\r\nexecutable:nestjs-redis-locks/testing\r\n',
+    run: (keyspace) =>
+      `# Server\r\nredis_version:7.2.0\r\nredis_mode:standalone\r\nrun_id:${keyspace.runId}\r\nexecutable:nestjs-redis-locks/testing\r\n`,
   },
   dbsize: { minArgs: 0, run: (keyspace, _, now) => keyspace.keys(now).length },
   flushall: {
