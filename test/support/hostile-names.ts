@@ -48,12 +48,16 @@ interface HostileHold {
   stillHeld(): Promise<boolean>;
 }
 
+/** Every wait here is bounded: a step that cannot happen fails the test instead of hanging it. */
+const WAIT_MS = 5_000;
+
 type HostileKind = 'plain' | 'fair' | 'read' | 'write' | 'semaphore' | 'multi';
 export const HOSTILE_KINDS: readonly HostileKind[] = ['plain', 'fair', 'read', 'write', 'semaphore', 'multi'];
 
 async function holdAll(app: TestingModule, kind: HostileKind, names: readonly string[]): Promise<HostileHold[]> {
   const lockHold = async (lock: Lock): Promise<HostileHold> => {
-    await lock.lock();
+    // Bounded: with aliasing names (the old layout) a hold would wait for another forever.
+    expect(await lock.tryLock({ waitTime: WAIT_MS })).toBe(true);
     return { release: () => lock.unlock(), stillHeld: () => lock.isHeldByCurrentOwner() };
   };
   const rw = (name: string) => app.get(ReadWriteLockService).getReadWriteLock(name);
@@ -70,7 +74,7 @@ async function holdAll(app: TestingModule, kind: HostileKind, names: readonly st
       return Promise.all(
         names.map(async (name) => {
           const semaphore = app.get(SemaphoreService).getSemaphore(name, { permits: 1 });
-          const permit: Permit = await semaphore.acquire();
+          const permit: Permit = await semaphore.acquire({ waitTime: WAIT_MS });
           return { release: () => permit.release(), stillHeld: async () => (await semaphore.availablePermits()) === 0 };
         }),
       );
@@ -90,7 +94,7 @@ async function holdAll(app: TestingModule, kind: HostileKind, names: readonly st
 async function victimBehavesAsOnACleanServer(a: TestingModule, b: TestingModule, victim: string): Promise<void> {
   // Plain and fair are one lock: each excludes the other, across instances.
   const plain = a.get(LockService).getLock(victim);
-  await plain.lock();
+  expect(await plain.tryLock({ waitTime: WAIT_MS })).toBe(true);
   expect(await b.get(LockService).getLock(victim).tryLock({ waitTime: 0 })).toBe(false);
   expect(await b.get(FairLockService).getLock(victim).tryLock({ waitTime: 0 })).toBe(false);
   expect(await b.get(LockService).getLock(victim).isLocked()).toBe(true);
@@ -101,7 +105,7 @@ async function victimBehavesAsOnACleanServer(a: TestingModule, b: TestingModule,
 
   // Read-write: a writer excludes readers and writers; readers share.
   const writer = a.get(ReadWriteLockService).getReadWriteLock(victim).writeLock();
-  await writer.lock();
+  expect(await writer.tryLock({ waitTime: WAIT_MS })).toBe(true);
   expect(await b.get(ReadWriteLockService).getReadWriteLock(victim).readLock().tryLock({ waitTime: 0 })).toBe(false);
   await writer.unlock();
   const readerA = a.get(ReadWriteLockService).getReadWriteLock(victim).readLock();
@@ -115,8 +119,8 @@ async function victimBehavesAsOnACleanServer(a: TestingModule, b: TestingModule,
   // Semaphore: exactly its limit across instances.
   const semaphoreA = a.get(SemaphoreService).getSemaphore(victim, { permits: 2 });
   const semaphoreB = b.get(SemaphoreService).getSemaphore(victim, { permits: 2 });
-  const first = await semaphoreA.acquire({ waitTime: 5_000 });
-  const second = await semaphoreB.acquire({ waitTime: 5_000 });
+  const first = await semaphoreA.acquire({ waitTime: WAIT_MS });
+  const second = await semaphoreB.acquire({ waitTime: WAIT_MS });
   expect(await semaphoreA.tryAcquire()).toBeNull();
   expect(await semaphoreB.tryAcquire()).toBeNull();
   expect(await semaphoreA.availablePermits()).toBe(0);
@@ -126,13 +130,13 @@ async function victimBehavesAsOnACleanServer(a: TestingModule, b: TestingModule,
 
   // Fair order: waiters are served in the order they queued; nobody barges in ahead of the line.
   const holder = a.get(FairLockService).getLock(victim);
-  await holder.lock();
+  expect(await holder.tryLock({ waitTime: WAIT_MS })).toBe(true);
   const served: string[] = [];
   const w1 = b.get(FairLockService).getLock(victim);
-  const w1Held = w1.lock().then(() => served.push('w1'));
+  const w1Held = w1.tryLock({ waitTime: 2 * WAIT_MS }).then((held) => served.push(held ? 'w1' : 'w1 timed out'));
   await waitersQueued(b, 1);
   const w2 = b.get(FairLockService).getLock(victim);
-  const w2Held = w2.lock().then(() => served.push('w2'));
+  const w2Held = w2.tryLock({ waitTime: 3 * WAIT_MS }).then((held) => served.push(held ? 'w2' : 'w2 timed out'));
   await waitersQueued(b, 2);
   await holder.unlock();
   await w1Held;
@@ -146,7 +150,7 @@ async function victimBehavesAsOnACleanServer(a: TestingModule, b: TestingModule,
   // A multi-lock over the victim's plain and write locks: all or nothing, and it excludes.
   const locks = a.get(LockService);
   const multi = locks.getMultiLock(locks.getLock(victim), a.get(ReadWriteLockService).getReadWriteLock(victim).writeLock());
-  await multi.lock();
+  expect(await multi.tryLock({ waitTime: WAIT_MS })).toBe(true);
   expect(await b.get(LockService).getLock(victim).tryLock({ waitTime: 0 })).toBe(false);
   expect(await b.get(ReadWriteLockService).getReadWriteLock(victim).readLock().tryLock({ waitTime: 0 })).toBe(false);
   await multi.unlock();
