@@ -84,6 +84,24 @@ function redLockRetrying(moduleRef: TestingModule): Promise<void> {
 
 
 
+/** The lock names a contract suite uses: each made from a unique plain base. */
+export interface ContractNames {
+  /** Added to the suite's title (empty for plain names). */
+  readonly label: string;
+  make(base: string): string;
+}
+
+const plainNames: ContractNames = { label: '', make: (base) => base };
+
+/**
+ * Names full of braces, colons, escapes and bookkeeping suffixes: each suite must behave exactly as
+ * with plain names (one name, one lock; docs/architecture.md#keys).
+ */
+export const braceNames: ContractNames = {
+  label: ', names with braces',
+  make: (base) => `{t}:%7D}{${base}}:line{`,
+};
+
 /** How the contract reaches one lock kind. */
 export interface LockKind {
   readonly kind: string;
@@ -105,14 +123,14 @@ export const WATCHDOG_MS = 600;
  * The behaviour every exclusive lock kind shares (ShedLock's idea: one suite, every kind). Runs
  * against a real Redis with a short watchdog so renewal and expiry take a few hundred ms.
  */
-export function describeLockContract(kind: LockKind, engine: ContractEngine = redisEngine): void {
-  describe(`${kind.kind}: lock contract (${engine.name})`, () => {
+export function describeLockContract(kind: LockKind, engine: ContractEngine = redisEngine, names: ContractNames = plainNames): void {
+  describe(`${kind.kind}: lock contract (${engine.name}${names.label})`, () => {
     let redis: EngineHandle;
     let app: TestingModule;
     let other: TestingModule; // a second module instance: another process, as far as Redis can tell
     let raw: Pick<EngineHandle, 'exists' | 'del'>;
     let seq = 0;
-    const fresh = () => `${kind.kind}-${++seq}`;
+    const fresh = () => names.make(`${kind.kind}-${++seq}`);
     /** Until a caller of `moduleRef` is waiting for a lock. */
     const waiting = (moduleRef: TestingModule) => (kind.waitsByRetrying ? redLockRetrying(moduleRef) : waitersQueued(moduleRef));
 
@@ -336,13 +354,13 @@ export interface RunKind {
  * cancellation, and fencing tokens that only grow. A semaphore of one permit and a multi-lock pass
  * it too.
  */
-export function describeRunContract(kind: RunKind, engine: ContractEngine = redisEngine): void {
-  describe(`${kind.kind}: run contract (${engine.name})`, () => {
+export function describeRunContract(kind: RunKind, engine: ContractEngine = redisEngine, names: ContractNames = plainNames): void {
+  describe(`${kind.kind}: run contract (${engine.name}${names.label})`, () => {
     let handle: EngineHandle;
     let app: TestingModule;
     let other: TestingModule;
     let seq = 0;
-    const fresh = () => `run-${kind.kind}-${++seq}`;
+    const fresh = () => names.make(`run-${kind.kind}-${++seq}`);
     const waiting = (moduleRef: TestingModule) => (kind.waitsByRetrying ? redLockRetrying(moduleRef) : waitersQueued(moduleRef));
     /** Holds `name` in `moduleRef` until the returned gate opens; resolves once held. */
     const holdUntil = async (moduleRef: TestingModule, name: string, options?: WaitingRunOptions) => {
