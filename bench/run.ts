@@ -26,6 +26,7 @@ import { runJob } from './harness/worker-process';
 import { runW3 } from './workloads/w3-contended';
 import { runW4 } from './workloads/w4-handoff';
 import { runW6Section, W6_HEADING } from './workloads/w6-semaphore';
+import { MEMORY_HEADING, runMemorySection } from './workloads/memory-per-name';
 
 const BENCH_SOURCES = join(__dirname, '..', '..', 'bench');
 const RESULTS_FILE = join(BENCH_SOURCES, 'RESULTS.md');
@@ -111,6 +112,7 @@ async function main(): Promise<void> {
     return;
   }
   if (process.env.BENCH_W6 === 'only') return runW6Section(process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
+  if (process.env.BENCH_MEMORY === 'only') return runMemorySection(process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
   pinSelf();
   const settings = chosenSettings();
   const adapterIds = listFromEnv('BENCH_ADAPTERS', ADAPTERS.map((a) => a.id));
@@ -186,6 +188,7 @@ async function main(): Promise<void> {
   mkdirSync(__dirname, { recursive: true });
   writeFileSync(RAW_FILE, JSON.stringify(collected, null, 1));
   report(collected, fullRun || process.env.BENCH_WRITE === '1');
+  if (process.env.BENCH_MEMORY !== '0') await runMemorySection(fullRun || process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
   if (process.env.BENCH_W6 !== '0') await runW6Section(fullRun || process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
 }
 
@@ -200,9 +203,12 @@ function report(collected: Collected, writeResults: boolean): void {
     const previous = existsSync(RESULTS_FILE) ? readFileSync(RESULTS_FILE, 'utf8') : '';
     const w6Start = previous.indexOf(W6_HEADING);
     const w6 = w6Start >= 0 ? `\n${previous.slice(w6Start)}` : '';
+    // So is the memory section (runMemorySection), which sits before W6.
+    const memoryStart = previous.indexOf(MEMORY_HEADING);
+    const memory = memoryStart >= 0 ? `\n${previous.slice(memoryStart, w6Start > memoryStart ? w6Start : undefined).trimEnd()}\n` : '';
     writeFileSync(
       RESULTS_FILE,
-      `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.ts); bench/README.md says what each workload does.\n\n${body}\n${note}${w6}`,
+      `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.ts); bench/README.md says what each workload does.\n\n${body}\n${note}${memory}${w6}`,
     );
     log(`wrote ${RESULTS_FILE}`);
   } else log('partial or quick run: bench/RESULTS.md left as it was (BENCH_WRITE=1 to write it anyway)');
