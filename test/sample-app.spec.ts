@@ -50,6 +50,18 @@ describe('sample app, 2 processes, one Redis', () => {
     expect(await raw.exists('lock:{stock:nope}')).toBe(0);
   });
 
+  it('the admin ?match= endpoint answers 400 for a pattern list() refuses, and lists with a usable one', async () => {
+    const list = (query: string) => fetch(`${instances[0].url}/admin/locks?${query}`);
+    for (const query of ['match=%5Bz-a%5D', `match=${encodeURIComponent('*?*?*?*?*?*?*?!')}`, 'match=a&match=b', 'match=%5Babc']) {
+      const response = await list(query);
+      expect(response.status).toBe(400);
+      expect((await response.json()).message).toMatch(/refused|one glob string/);
+    }
+    const ok = await list(`match=${encodeURIComponent('stock:*')}`);
+    expect(ok.status).toBe(200);
+    expect(Array.isArray(await ok.json())).toBe(true);
+  });
+
   it('the @Cron job both processes schedule every second ran once per tick', async () => {
     const raw = redis.client();
     // Both processes have scheduled it since they started; the ticks from now on are watched (the

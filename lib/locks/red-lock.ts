@@ -59,7 +59,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     readonly engine: LockEngine,
     private readonly masters: RedLockMasters,
     readonly name: string,
-    /** The key on every master (`keyPrefix` + name, hash-tag wrapped like every lock key). */
+    /** The key on every master (`keyPrefix` + the name's segment, like every lock key: docs/architecture.md#keys). */
     readonly masterKey: string,
     readonly ownerId: string,
   ) {
