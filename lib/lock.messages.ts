@@ -290,7 +290,10 @@ export const SHUTDOWN_RELEASE_TIMED_OUT = (budgetMs: number): string => `timed o
 /** Debug line of a connection's error event (`what`: the connection or the command, as `commands`). */
 export const CONNECTION_ERROR_DEBUG = (what: string, message: string): string => `${what}: ${message}`;
 
-export const SUBSCRIBE_FAILED = (channel: string): string => `SUBSCRIBE ${channel} failed`;
+/** A channel holds the lock's name: quoted (and cut) as names are. */
+export const SUBSCRIBE_FAILED = (channel: string): string => `SUBSCRIBE ${quoteName(channel)} failed`;
+
+export const CHANNEL_COMMAND = (command: 'subscribe' | 'unsubscribe', channel: string): string => `${command} ${quoteName(channel)}`;
 
 export const SUBSCRIBER_CLOSED = 'The lock subscriber connection was closed';
 

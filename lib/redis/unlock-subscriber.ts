@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { CONNECTION_ERROR_DEBUG, SUBSCRIBE_FAILED, SUBSCRIBER_CLOSED } from '../lock.messages';
+import { CHANNEL_COMMAND, CONNECTION_ERROR_DEBUG, SUBSCRIBE_FAILED, SUBSCRIBER_CLOSED } from '../lock.messages';
 import { isCluster, type RedisClient } from './redis-client';
 import { Waiter } from './waiter';
 
@@ -188,7 +188,7 @@ export class UnlockSubscriber {
       },
       (error: Error) => {
         if (seats.pending === pending) seats.pending = undefined;
-        this.logger.debug?.(CONNECTION_ERROR_DEBUG(`subscribe ${channel}`, error.message));
+        this.logger.debug?.(CONNECTION_ERROR_DEBUG(CHANNEL_COMMAND('subscribe', channel), error.message));
         return false;
       },
     );
@@ -249,7 +249,7 @@ export class UnlockSubscriber {
     }
     const connection = this.connection as RedisClient & { sunsubscribe(channel: string): Promise<unknown> };
     (this.sharded ? connection.sunsubscribe(channel) : connection.unsubscribe(channel)).catch((error: Error) => {
-      this.logger.debug?.(CONNECTION_ERROR_DEBUG(`unsubscribe ${channel}`, error.message));
+      this.logger.debug?.(CONNECTION_ERROR_DEBUG(CHANNEL_COMMAND('unsubscribe', channel), error.message));
       if (!this.closedWith) this.unsubscribeWhenReady.add(channel);
     });
   }
