@@ -2,6 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import calculateSlot from 'cluster-key-slot';
 import type { Cluster } from 'ioredis';
 import { FairLockService, Lock, LockLostError, LockService, LockUnavailableError, ReadWriteLockService } from '../lib';
+import { LockEngine } from '../lib/runtime/lock-engine';
 import { completion, spawnFixture } from './support/child-process';
 import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
 import { describeOnCluster, namesOnEveryMaster, startRedisCluster, TestRedisCluster, shardSubscribers } from './support/redis-cluster';
@@ -210,8 +211,9 @@ describeOnCluster('Redis Cluster (3 masters)', () => {
     const [tag] = await spread('move');
     const kept = `{${tag}}:kept`;
     const leased = `{${tag}}:leased`;
-    const channel = `lock:${leased}:channel`;
-    const source = await cluster.masterOf(`lock:${kept}`);
+    const keys = app.get(LockEngine).keys;
+    const channel = `${keys.lock(leased)}:channel`;
+    const source = await cluster.masterOf(keys.lock(kept));
     const target = cluster.masters.find((m) => m !== source)!;
     const keptLock = app.get(LockService).getLock(kept);
     await keptLock.lock();
@@ -222,14 +224,14 @@ describeOnCluster('Redis Cluster (3 masters)', () => {
     const acquired = waiter.tryLock({ waitTime: 25_000 });
     await waitUntil(async () => (await shardSubscribers(source, channel)) === 1);
 
-    await cluster.moveSlot(`lock:${kept}`, target);
-    expect(await cluster.masterOf(`lock:${leased}`)).toBe(target);
+    await cluster.moveSlot(keys.lock(kept), target);
+    expect(await cluster.masterOf(keys.lock(leased))).toBe(target);
     // The subscriber re-subscribed on the slot's new master...
     await waitUntil(async () => (await shardSubscribers(target, channel)) === 1, 10_000);
     // ...the watchdog's renewals followed the slot...
     await sleep(WATCHDOG_MS * 2);
     expect(keptSignal.aborted).toBe(false);
-    expect(await raw.exists(`lock:${kept}`)).toBe(1);
+    expect(await raw.exists(keys.lock(kept))).toBe(1);
     expect(await other.get(LockService).getLock(kept).tryLock()).toBe(false);
     // ...and releases run on the new master and wake the waiter there.
     const releasedAt = Date.now();
@@ -238,7 +240,7 @@ describeOnCluster('Redis Cluster (3 masters)', () => {
     expect(Date.now() - releasedAt).toBeLessThan(1_000); // the lease had ~30 s left
     await waiter.unlock();
     await keptLock.unlock();
-    expect(await raw.exists(`lock:${kept}`)).toBe(0);
+    expect(await raw.exists(keys.lock(kept))).toBe(0);
   }, 60_000);
 
   it('a frozen master: locks on its shard fail with LockUnavailableError within their bound, other shards keep working', async () => {

@@ -59,14 +59,16 @@ describe('MultiLock', () => {
   });
 
   it('releases what it took when a later member fails with an error', async () => {
-    // 'lock:a{...}' sorts before 'lock:rw:...', so the plain member is taken first.
-    const first = `a{${fresh('tag')}}`;
+    // 'lock:rw:{multi-a-...}' sorts before 'lock:rw:{multi-rw-...}', so the first write is taken
+    // first, then the second fails: its owner holds only its read lock.
+    const first = app.get(ReadWriteLockService).getReadWriteLock(fresh('a'));
     const rwName = fresh('rw');
     const rw = app.get(ReadWriteLockService).getReadWriteLock(rwName);
     await rw.readLock().lock();
-    const multi = locks(app).getMultiLock(locks(app).getLock(first), rw.writeLock());
+    const multi = locks(app).getMultiLock(first.writeLock(), rw.writeLock());
     await expect(multi.tryLock({ waitTime: 1_000 })).rejects.toBeInstanceOf(LockUpgradeError);
-    expect(await raw.exists(`lock:${first}`)).toBe(0);
+    expect(await first.writeLock().isLocked()).toBe(false);
+    expect(await first.readLock().isLocked()).toBe(false);
     await rw.readLock().unlock();
   });
 

@@ -6,7 +6,7 @@ import { WAKE_ONE } from '../redis/unlock-subscriber';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import type { RedisClient } from '../redis/redis-client';
-import { RedLockMasters, type Votes } from '../runtime/redlock-masters';
+import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
 import { attemptResult } from './base-lock';
 import { Acquisition, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
@@ -219,10 +219,10 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     const keys = [this.masterKey, LockKeys.fence(this.masterKey)];
     const { fenceMemoryMs } = this.engine;
     const tokens = new Map<RedisClient, number>();
-    // Until every master is identified: one INFO each first, so one server never votes twice.
+    // Until every master is identified: one INFO each first, so one server never votes twice (an
+    // unidentified master's vote does not count, see RedLockMasters.ask).
     await this.masters.identify(timeoutMs);
     const votes = await this.masters.ask(async (client) => {
-      if (!this.masters.identified(client)) throw RedLockMasters.unidentified(client);
       const result = attemptResult(await scripts.acquire.run(client, keys, [leaseMs, this.ownerId, fenceMemoryMs]));
       if (typeof result === 'number') return false;
       tokens.set(client, result.fencingToken ?? 0);

@@ -83,7 +83,9 @@ export class RedLockMasters {
    *
    * A master whose connection is down (ioredis is between reconnect attempts) counts as failed at
    * once instead of queueing the question until its next attempt, unless `evenIfDown`: a release
-   * is worth queueing (it frees the master if it comes back), a stale acquisition is not.
+   * is worth queueing (it frees the master if it comes back), a stale acquisition is not. So does
+   * a master not identified yet (see `identify`), unless `evenIfDown`: its vote might be another
+   * entry's vote counted twice.
    */
   ask(
     question: (client: RedisClient) => Promise<boolean>,
@@ -101,10 +103,13 @@ export class RedLockMasters {
       for (const client of this.clients) {
         let answer: Promise<boolean>;
         try {
-          answer =
-            evenIfDown || !isDown(client)
-              ? withTimeout(question(client), timeoutMs)
-              : Promise.reject(new Error(NOT_CONNECTED(client.status)));
+          answer = evenIfDown
+            ? withTimeout(question(client), timeoutMs)
+            : isDown(client)
+              ? Promise.reject(new Error(NOT_CONNECTED(client.status)))
+              : !this.identified(client)
+                ? Promise.reject(new Error(REDLOCK_MASTER_UNIDENTIFIED(client.status)))
+                : withTimeout(question(client), timeoutMs);
         } catch (error) {
           answer = Promise.reject(error);
         }
@@ -124,11 +129,11 @@ export class RedLockMasters {
     });
   }
 
-  /** Every master's answer, `undefined` for one that is down, failed or did not answer in time. */
+  /** Every master's answer, `undefined` for one that is down, not identified, failed or did not answer in time. */
   askEach<T>(question: (client: RedisClient) => Promise<T>, timeoutMs: number): Promise<Array<T | undefined>> {
     return Promise.all(
       this.clients.map(async (client) => {
-        if (isDown(client)) return undefined;
+        if (isDown(client) || !this.identified(client)) return undefined;
         try {
           return await withTimeout(question(client), timeoutMs);
         } catch {
@@ -172,11 +177,6 @@ export class RedLockMasters {
   /** Whether `client`'s server identity is known (and distinct from the others'): only then does its vote count. */
   identified(client: RedisClient): boolean {
     return this.runIds[this.clients.indexOf(client)] !== undefined;
-  }
-
-  /** Fails a vote of a master not identified yet (see `identify`). */
-  static unidentified(client: RedisClient): Error {
-    return new Error(REDLOCK_MASTER_UNIDENTIFIED(client.status));
   }
 
   /**
