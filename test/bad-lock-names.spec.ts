@@ -22,6 +22,7 @@ import {
   SemaphoreService,
 } from '../lib';
 import { resolveLockOptions } from '../lib/lock.options';
+import { LOCK_LOST, LOCK_SKIPPED, RELEASE_FAILED, RENEWAL_FAILED, SUBSCRIBE_FAILED } from '../lib/lock.messages';
 import { waitUntil } from './support/lock-app';
 import { freePort, startRedis, type TestRedis } from './support/redis-server';
 
@@ -278,5 +279,16 @@ describe('unusable names and template values', () => {
     // A newline in a name cannot start a forged log line.
     expect(new LockTimeoutError('x\nERROR fake', 0).message).toBe('Lock "x\\nERROR fake" was not acquired within 0 ms');
     expect(new KeyTemplateError('m', '#id').extensions).toEqual({ code: 'BAD_REQUEST', statusCode: 400, parameter: '#id' });
+    // Log lines too (one helper quotes names everywhere).
+    for (const line of [
+      LOCK_LOST(name, 'renewal found it no longer held'),
+      RELEASE_FAILED(name, new Error('down')),
+      RENEWAL_FAILED(name, new Error('down')),
+      LOCK_SKIPPED([name, name], 0),
+      SUBSCRIBE_FAILED(`lock:{${name}}:channel`),
+    ]) {
+      expect(line).not.toContain('b'.repeat(10));
+      expect(line.length).toBeLessThan(2 * 200 + 250);
+    }
   });
 });
