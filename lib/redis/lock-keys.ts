@@ -9,7 +9,8 @@ import { checkLockName } from '../validators';
  * - a name without `{` or `}` is wrapped as is: `{order:7}` (today's key, and its own hash slot);
  * - any other name is two tags: the slot part, then the whole name with `%`, `{` and `}`
  *   percent-escaped: `{42}{tenant:%7B42%7D:a}`. The slot part is the name's own hash tag when it has
- *   one (the slot the caller chose), else the escaped name.
+ *   one (the slot the caller chose), else the escaped name. A name with a lone surrogate takes this
+ *   form too (escaped as `%uD800`): sent as UTF-8 it would otherwise be U+FFFD, like any other.
  *
  * Neither form has a `}` inside a tag, so the first `}` ends the first tag and what follows tells
  * the forms apart (`{` for the second, `:` or nothing for a suffix): the key gives back the
@@ -115,15 +116,31 @@ export function hashTagOf(name: string): string | undefined {
   return close > open + 1 ? name.slice(open + 1, close) : undefined;
 }
 
-const hasBrace = (name: string): boolean => name.includes('{') || name.includes('}');
+/** No lone surrogate: UTF-8 (what ioredis sends) has no bytes for one, Redis would get U+FFFD. */
+const isWellFormed = (text: string): boolean => (text as unknown as { isWellFormed(): boolean }).isWellFormed();
 
-/** `%`, `{` and `}` percent-escaped: the result holds no brace, and decodes to exactly `name`. */
+/**
+ * Whether `name` needs the escaped form: a brace would end or open a tag, and two names that differ
+ * only in lone surrogates would reach Redis as the same bytes.
+ */
+const needsEscaping = (name: string): boolean => name.includes('{') || name.includes('}') || !isWellFormed(name);
+
+const ESCAPED_CHARACTERS = /[%{}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * `%`, `{` and `}` percent-escaped (`%25`, `%7B`, `%7D`), and each lone surrogate as `%u` and its
+ * code (`%uD800`): the result holds no brace, is well-formed, and decodes to exactly `name`.
+ */
 export function escapeName(name: string): string {
-  return name.replace(/[%{}]/g, (c) => (c === '%' ? '%25' : c === '{' ? '%7B' : '%7D'));
+  return name.replace(ESCAPED_CHARACTERS, (c) =>
+    c === '%' ? '%25' : c === '{' ? '%7B' : c === '}' ? '%7D' : `%u${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }
 
 export function unescapeName(escaped: string): string {
-  return escaped.replace(/%(25|7B|7D)/g, (_, code: string) => (code === '25' ? '%' : code === '7B' ? '{' : '}'));
+  return escaped.replace(/%(25|7B|7D|u[0-9A-F]{4})/g, (_, code: string) =>
+    code === '25' ? '%' : code === '7B' ? '{' : code === '7D' ? '}' : String.fromCharCode(parseInt(code.slice(1), 16)),
+  );
 }
 
 /**
@@ -131,10 +148,12 @@ export function unescapeName(escaped: string): string {
  * `{slot}{escaped name}` (see `LockKeys`). Never empty inside the first tag, so Redis hashes that tag.
  */
 export function nameSegment(name: string): string {
-  if (!hasBrace(name)) return `{${name}}`;
+  if (!needsEscaping(name)) return `{${name}}`;
   const escaped = escapeName(name);
-  // A tag holds no `}` by definition, so it may stand unescaped: the slot stays the one the caller chose.
-  return `{${hashTagOf(name) ?? escaped}}{${escaped}}`;
+  // A tag holds no `}` by definition, so it may stand unescaped: the slot stays the one the caller
+  // chose (unless it holds a lone surrogate, which clients and Redis would hash differently).
+  const tag = hashTagOf(name);
+  return `{${tag !== undefined && isWellFormed(tag) ? tag : escaped}}{${escaped}}`;
 }
 
 /** The name a whole segment (nothing after it) encodes, or undefined when `nameSegment` never makes it. */

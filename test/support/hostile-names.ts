@@ -5,7 +5,7 @@ import { createLockApp, waitersQueued } from './lock-app';
 /**
  * Names an attacker could send around a victim name: the old layout's aliases (`{v}`, `~}v`), its
  * squatters on the victim's bookkeeping keys (`{v}:line`, `sem:{v}`, `rw:{v}`...), the escape
- * character and its codes, unicode and empty segments.
+ * character and its codes, unicode, lone surrogates and empty segments.
  */
 export function hostileNamesAround(victim: string): string[] {
   const names = [
@@ -38,6 +38,11 @@ export function hostileNamesAround(victim: string): string[] {
     `:${victim}:`,
     `${victim}::`,
     `{${victim}}}`,
+    // Lone surrogates: sent as UTF-8, each would become U+FFFD, so these three would be one key.
+    `${victim}\uD800`,
+    `${victim}\uD801`,
+    `${victim}\uFFFD`,
+    `{${victim}\uDC00}`,
   ];
   return [...new Set(names)].filter((name) => name !== victim);
 }

@@ -49,11 +49,15 @@ function allKeysOf(name: string): Array<{ kind: string; role: string; key: strin
   ];
 }
 
-/** Hostile text: braces, colons, `%` and its escapes, the namespaces and suffixes, unicode, empty segments. */
-const hostileChar = fc.constantFrom('{', '}', ':', '%', '7', 'B', 'D', '2', '5', 'x', 's', 'e', 'm', 'r', 'w', '~', ' ', 'é', '😀', '\n', '*');
+/**
+ * Hostile text: braces, colons, `%` and its escapes, the namespaces and suffixes, unicode, empty
+ * segments, and lone surrogates (UTF-8 has no bytes for them: Redis receives U+FFFD for each).
+ */
+const hostileChar = fc.constantFrom('{', '}', ':', '%', '7', 'B', 'D', '2', '5', 'u', 'x', 's', 'e', 'm', 'r', 'w', '~', ' ', 'é', '😀', '\n', '*', '\uD800', '\uDC00', '\uDBFF', '\uFFFD');
 const hostileName = fc.oneof(
   fc.string({ unit: hostileChar, minLength: 1, maxLength: 24 }),
   fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }),
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }),
   fc
     .array(fc.constantFrom('', '{', '}', 'sem:', 'rw:', ':line', ':fence', ':channel', ':rq:', ':deadlines', ':leases', '%7B', '%7D', '%25', '42', 'v'), {
       minLength: 1,
@@ -63,23 +67,35 @@ const hostileName = fc.oneof(
     .filter((name) => name.length > 0),
 );
 
-/** The server's slot rule (first `{`, next `}`, not empty), which cluster-key-slot follows for our keys. */
+/** A key as Redis receives it: ioredis sends strings as UTF-8, where every lone surrogate becomes U+FFFD. */
+const sentBytes = (key: string): string => Buffer.from(key, 'utf8').toString('latin1');
+
+/** The server's slot rule (first `{`, next `}`, not empty) over the bytes it receives. */
 function serverSlot(key: string): number {
-  const open = key.indexOf('{');
-  const close = open === -1 ? -1 : key.indexOf('}', open + 1);
-  return calculateSlot(close > open + 1 ? key.slice(open + 1, close) : key);
+  const bytes = Buffer.from(key, 'utf8');
+  const open = bytes.indexOf('{');
+  const close = open === -1 ? -1 : bytes.indexOf('}', open + 1);
+  return calculateSlot(close > open + 1 ? bytes.subarray(open + 1, close) : bytes);
 }
 
 describe('lock name encoding (properties)', () => {
-  it('distinct names never share a key, whatever kind or role', () => {
+  it('distinct names never share a key, whatever kind or role, as the bytes Redis receives (UTF-8)', () => {
     fc.assert(
       fc.property(hostileName, hostileName, (a, b) => {
         fc.pre(a !== b);
-        const ofA = new Set(allKeysOf(a).map((entry) => entry.key));
-        for (const { key } of allKeysOf(b)) expect(ofA.has(key)).toBe(false);
+        const ofA = new Set(allKeysOf(a).map((entry) => sentBytes(entry.key)));
+        for (const { key } of allKeysOf(b)) expect(ofA.has(sentBytes(key))).toBe(false);
       }),
       { numRuns: 3000 },
     );
+  });
+
+  it('names that differ only in lone surrogates (U+FFFD once sent) are distinct locks', () => {
+    const names = ['x\uD800', 'x\uD801', 'x\uFFFD', 'x\uDC00', '\uD800x', 'x\uD800\uD800', 'x\uD800\uDC00'];
+    const keySets = names.map((name) => new Set(allKeysOf(name).map((entry) => sentBytes(entry.key))));
+    for (let i = 0; i < names.length; i++) {
+      for (let j = i + 1; j < names.length; j++) for (const key of keySets[j]) expect(keySets[i].has(key)).toBe(false);
+    }
   });
 
   it('one name never uses one key for two kinds or roles', () => {
@@ -97,11 +113,13 @@ describe('lock name encoding (properties)', () => {
       fc.property(hostileName, (name) => {
         const slots = new Set(allKeysOf(name).map(({ key }) => serverSlot(key)));
         expect(slots.size).toBe(1);
-        // cluster-key-slot reads the same slot (our keys never start with an empty tag).
+        // ioredis routes by cluster-key-slot over the string: it must read the server's slot (our
+        // keys never start with an empty tag, nor hold a lone surrogate in their first tag).
         for (const { key } of allKeysOf(name)) expect(calculateSlot(key)).toBe(serverSlot(key));
         const open = name.indexOf('{');
         const close = open === -1 ? -1 : name.indexOf('}', open + 1);
-        if (close > open + 1) expect([...slots][0]).toBe(calculateSlot(name.slice(open + 1, close)));
+        const tag = close > open + 1 ? name.slice(open + 1, close) : undefined;
+        if (tag !== undefined && (tag as unknown as { isWellFormed(): boolean }).isWellFormed()) expect([...slots][0]).toBe(calculateSlot(tag));
       }),
       { numRuns: 2000 },
     );
