@@ -144,8 +144,8 @@ export function unescapeName(escaped: string): string {
 }
 
 /**
- * The part of every key of `name` that names it: `{name}` for a name without braces, else
- * `{slot}{escaped name}` (see `LockKeys`). Never empty inside the first tag, so Redis hashes that tag.
+ * The part of every key of `name` that names it: `{name}` for a name without braces (or lone
+ * surrogates), else `{slot}{escaped name}` (see `LockKeys`). Never empty inside the first tag, so Redis hashes that tag.
  */
 export function nameSegment(name: string): string {
   if (!needsEscaping(name)) return `{${name}}`;
@@ -161,9 +161,11 @@ export function nameOfSegment(segment: string): string | undefined {
   if (!segment.startsWith('{')) return undefined;
   const close = segment.indexOf('}');
   if (close === -1) return undefined;
-  const first = segment.slice(1, close);
-  const name = close === segment.length - 1 ? first : segment.startsWith('{', close + 1) && segment.endsWith('}') ? unescapeName(segment.slice(close + 2, -1)) : undefined;
-  if (name === undefined || name.length === 0) return undefined;
+  let name: string;
+  if (close === segment.length - 1) name = segment.slice(1, close);
+  else if (segment.startsWith('{', close + 1) && segment.endsWith('}')) name = unescapeName(segment.slice(close + 2, -1));
+  else return undefined;
+  if (name.length === 0) return undefined;
   // Only the canonical form: an old-layout key (`lock:{x}` for `{x}`) or a stray one is not ours.
   return nameSegment(name) === segment ? name : undefined;
 }
