@@ -305,6 +305,9 @@ export const LUA_SCRIPT_MISSING = (name: string): string =>
 
 export const GLOB_INVALID = (pattern: string, why: string): string => `list({ match: ${quoteName(pattern)} }) is refused: the pattern is invalid: ${why}`;
 
+export const LIST_BAD_COUNT = (count: unknown, max: number): string =>
+  `list({ count: ${show(count)} }) is refused: count must be a whole number from 1 to ${max} (keys SCAN looks at per round trip; a huge one blocks Redis)`;
+
 export const GLOB_TOO_COSTLY = (pattern: string, why: string): string =>
   `list({ match: ${quoteName(pattern)} }) is refused: the pattern is too costly to match: ${why}`;
 

@@ -185,6 +185,10 @@ describe('inspect and list', () => {
     await expect(first('[z-a]')).rejects.toThrow(new TypeError('list({ match: "[z-a]" }) is refused: the pattern is invalid: the range [z-a] is reversed (write [a-z])'));
     await expect(first('order:[abc')).rejects.toThrow(TypeError);
     await expect(first('*?*?*?*?*?*?*?!')).rejects.toThrow(/too costly to match: it has 14 wildcards/);
+    // A huge COUNT would make one SCAN walk the whole keyspace while Redis serves nobody else.
+    for (const count of [0, 1.5, 1e9]) {
+      await expect(locks.list({ count })[Symbol.asyncIterator]().next()).rejects.toThrow(/count must be a whole number from 1 to 10000/);
+    }
     // Redis is never given the pattern: a name pattern full of stars costs it nothing more than `lock:*`.
     const started = performance.now();
     for await (const info of locks.list({ match: '*?*?!' })) expect(info).toBeUndefined();

@@ -48,6 +48,6 @@ export interface ListLocksOptions {
    * with a `TypeError` saying why.
    */
   match?: string;
-  /** SCAN's `COUNT` hint: keys looked at per round trip (default 100). */
+  /** SCAN's `COUNT` hint: keys looked at per round trip (default 100; 1 to 10,000, else a `TypeError`). */
   count?: number;
 }

@@ -2,6 +2,7 @@ import { LockKeys } from '../redis/lock-keys';
 import { escapeRedisGlob } from '../redis/redis-glob';
 import { SemaphoreKeys } from '../semaphores/semaphore';
 import { NameGlob } from './name-glob';
+import { LIST_BAD_COUNT } from '../lock.messages';
 import { LuaScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import { withTimeout, type CallTicket } from '../redis/bounded-call';
@@ -15,6 +16,8 @@ const scripts = {
 };
 
 const DEFAULT_SCAN_COUNT = 100;
+/** SCAN's COUNT is work Redis does in one command, blocking every other client meanwhile: bounded. */
+const MAX_SCAN_COUNT = 10_000;
 
 type Instances = Map<string, LockInstanceInfo>;
 
@@ -126,7 +129,8 @@ export class LockInspector {
   async *list(options: ListLocksOptions = {}): AsyncGenerator<LockInfo> {
     const { keyPrefix, maxNameLength } = this.engine.options;
     const count = options.count ?? DEFAULT_SCAN_COUNT;
-    // Checked before the first round trip: a refused pattern costs Redis nothing.
+    // Checked before the first round trip: a refused pattern or count costs Redis nothing.
+    if (!Number.isInteger(count) || count < 1 || count > MAX_SCAN_COUNT) throw new TypeError(LIST_BAD_COUNT(count, MAX_SCAN_COUNT));
     const glob = options.match === undefined ? undefined : NameGlob.parse(options.match, 2 * maxNameLength);
     const pattern = `${escapeRedisGlob(keyPrefix)}*`;
     for (const node of this.masters()) {
