@@ -36,6 +36,14 @@ const MAX = 64;
 
 @Controller()
 class OrdersController {
+  constructor(private readonly locks: LockService) {}
+
+  /** A name taken straight from the request, without a template. */
+  @Post('direct')
+  direct(@Body() dto: { name: string }) {
+    return this.locks.run(dto.name, () => ({ ran: true }), { waitTime: 0 });
+  }
+
   @Post('orders')
   @DistributedLock('order:#dto.id', { waitTime: 0 })
   async pay(@Body() dto: { id: unknown }) {
@@ -116,6 +124,18 @@ describe('unusable names and template values', () => {
       expect(response.body.message).toContain(`${'order:'.length + 500} characters`);
       expect(response.body.message).toContain(`${MAX}`);
       expect(response.body.message).not.toContain('xxxxxxxxxx');
+    });
+
+    it('a name over maxNameLength given to run() directly answers 400 too (LockNameTooLongError)', async () => {
+      const response = await request(app.getHttpServer()).post('/direct').send({ name: 'd'.repeat(MAX + 1) });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({
+        statusCode: 400,
+        error: 'Bad Request',
+        message: `A lock name may have at most ${MAX} characters (maxNameLength); this one has ${MAX + 1}`,
+      });
+      const served = await request(app.getHttpServer()).post('/direct').send({ name: 'd'.repeat(MAX) });
+      expect(served.body).toEqual({ ran: true });
     });
 
     it('a usable value is served, and a name at the limit is accepted', async () => {
