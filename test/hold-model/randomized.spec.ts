@@ -11,6 +11,7 @@
  *   FC_SEED=<seed> FC_PATH=<path> npx jest test/hold-model/randomized.spec.ts
  * Explore more: FC_RUNS=200 FC_SEED=$RANDOM npx jest test/hold-model/randomized.spec.ts
  * Shrink a failure to a smaller schedule (slow: every step replays real timing): add FC_SHRINK=1.
+ * Look past the commonest finding (a body outliving its fixed lease): add FC_BODIES=within-lease.
  */
 import fc from 'fast-check';
 import type { TestingModule } from '@nestjs/testing';
@@ -75,7 +76,7 @@ type Op = JobOp | FaultOp | RestartOp;
 
 const jobArb: fc.Arbitrary<Op> = fc.record({
   type: fc.constant('job' as const),
-  at: fc.integer({ min: 0, max: 2_000 }),
+  at: fc.integer({ min: 0, max: 1_500 }),
   instance: fc.integer({ min: 0, max: INSTANCES - 1 }),
   kind: fc.constantFrom(...KINDS),
   name: fc.constantFrom(...NAMES),
@@ -93,18 +94,33 @@ const jobArb: fc.Arbitrary<Op> = fc.record({
     { nil: undefined, freq: 2 },
   ),
 });
+/**
+ * `FC_BODIES=within-lease` (exploration): every body ends well within its own fixed lease, so a
+ * fixed lease that runs out under a body (the commonest finding) cannot be what a schedule finds.
+ */
+const withinLease = process.env.FC_BODIES === 'within-lease';
+const jobOpArb: fc.Arbitrary<Op> = withinLease
+  ? jobArb.map((op) => {
+      const job = op as JobOp;
+      if (job.leaseTime === undefined) return job;
+      // The outer body, re-entry included, fits half its lease; an inner hold may still outlive its own.
+      const budget = Math.floor(job.leaseTime / 2);
+      const bodyMs = Math.min(job.bodyMs, budget);
+      return { ...job, bodyMs, reenter: job.reenter && { ...job.reenter, bodyMs: Math.min(job.reenter.bodyMs, budget - bodyMs) } };
+    })
+  : jobArb;
 const faultArb: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ type: fc.constant('fault' as const), at: fc.integer({ min: 0, max: 2_000 }), fault: fc.constant('sigstop' as const), ms: fc.integer({ min: 100, max: 700 }) }),
-  fc.record({ type: fc.constant('fault' as const), at: fc.integer({ min: 0, max: 2_000 }), fault: fc.constant('client-kill' as const), ms: fc.constant(0) }),
-  fc.record({ type: fc.constant('fault' as const), at: fc.integer({ min: 0, max: 2_000 }), fault: fc.constant('stall' as const), ms: fc.integer({ min: 100, max: 500 }) }),
+  fc.record({ type: fc.constant('fault' as const), at: fc.integer({ min: 0, max: 1_500 }), fault: fc.constant('sigstop' as const), ms: fc.integer({ min: 100, max: 700 }) }),
+  fc.record({ type: fc.constant('fault' as const), at: fc.integer({ min: 0, max: 1_500 }), fault: fc.constant('client-kill' as const), ms: fc.constant(0) }),
+  fc.record({ type: fc.constant('fault' as const), at: fc.integer({ min: 0, max: 1_500 }), fault: fc.constant('stall' as const), ms: fc.integer({ min: 100, max: 500 }) }),
 );
 const restartArb: fc.Arbitrary<Op> = fc.record({
   type: fc.constant('restart' as const),
-  at: fc.integer({ min: 0, max: 2_000 }),
+  at: fc.integer({ min: 0, max: 1_500 }),
   instance: fc.integer({ min: 0, max: INSTANCES - 1 }),
 });
 const scheduleArb = fc
-  .array(fc.oneof({ arbitrary: jobArb, weight: 8 }, { arbitrary: faultArb, weight: 1 }, { arbitrary: restartArb, weight: 1 }), {
+  .array(fc.oneof({ arbitrary: jobOpArb, weight: 8 }, { arbitrary: faultArb, weight: 2 }, { arbitrary: restartArb, weight: 2 }), {
     minLength: 3,
     maxLength: 12,
   })
@@ -297,7 +313,7 @@ describe('hold model: randomized schedules across two instances', () => {
         {
           seed: Number(process.env.FC_SEED ?? 23_2026),
           path,
-          numRuns: Number(process.env.FC_RUNS ?? (path ? 1 : 14)),
+          numRuns: Number(process.env.FC_RUNS ?? (path ? 1 : 40)),
           endOnFailure: !process.env.FC_SHRINK,
           // A bound on the whole run (a 2-core CI machine): the cases run so far still count.
           interruptAfterTimeLimit: Number(process.env.FC_TIME_LIMIT_MS ?? 150_000),
