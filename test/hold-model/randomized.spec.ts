@@ -33,12 +33,14 @@ import { createLockApp, sleep } from '../support/lock-app';
 import { RestartableRedis } from '../support/restartable-redis';
 import { waitFor } from '../support/wait-for';
 
+
 const KINDS = ['plain', 'fair', 'read', 'write', 'multi', 'semaphore'] as const;
 type Kind = (typeof KINDS)[number];
 const NAMES = ['a', 'b'] as const;
 const INSTANCES = 2;
 const WATCHDOG = 900; // renewed every 300 ms
 const COMMAND_TIMEOUT = 300;
+const SETTLE_BOUND_MS = 20_000;
 
 interface Reentry {
   /** A fixed lease for the inner hold (shorter than the outer one's, often); none: the watchdog. */
@@ -215,8 +217,13 @@ describe('hold model: randomized schedules across two instances', () => {
   async function runSchedule(ops: Op[]): Promise<void> {
     const prefix = `r${++runSeq}-`;
     const witness = new HoldWitness();
-    const instances = await Promise.all(Array.from({ length: INSTANCES }, () => startInstance()));
-    const retired: TestingModule[] = [];
+    const started: TestingModule[] = [];
+    const startTracked = async (): Promise<TestingModule> => {
+      const app = await startInstance();
+      started.push(app);
+      return app;
+    };
+    const instances = await Promise.all(Array.from({ length: INSTANCES }, () => startTracked()));
     const unexpected: string[] = [];
     const timers: NodeJS.Timeout[] = [];
 
@@ -235,14 +242,16 @@ describe('hold model: randomized schedules across two instances', () => {
           async () => {
             if (!op.reenter || !innerKind) return sleep(op.bodyMs);
             await sleep(op.bodyMs / 2);
-            const inner = resourcesOf(innerKind, op.name, prefix);
+            // A multi-lock re-enters its first member.
+            const innerName = op.kind === 'multi' ? NAMES[0] : op.name;
+            const inner = resourcesOf(innerKind, innerName, prefix);
             const reentry = op.reenter;
             await runKind(
               app,
               innerKind,
-              op.kind === 'multi' ? NAMES[0] : op.name,
+              innerName,
               prefix,
-              ({ signal: innerSignal }) => witness.inside(who, inner.resources.slice(0, 1), innerSignal, () => sleep(reentry.bodyMs), inner.mode),
+              ({ signal: innerSignal }) => witness.inside(who, inner.resources, innerSignal, () => sleep(reentry.bodyMs), inner.mode),
               { leaseTime: reentry.leaseTime, waitTime: 200 },
             ).catch((error: unknown) => {
               // The outer hold may have been lost meanwhile (and its signal told so): a busy re-entry is fine.
@@ -274,19 +283,25 @@ describe('hold model: randomized schedules across two instances', () => {
 
     const restart = async (op: RestartOp): Promise<void> => {
       const old = instances[op.instance];
-      retired.push(old);
-      const [fresh] = await Promise.all([startInstance(), old.close()]);
+      const [fresh] = await Promise.all([startTracked(), old.close()]);
       instances[op.instance] = fresh;
     };
 
     try {
-      await Promise.all(
+      const pending = new Set(ops.map((_, index) => index));
+      const all = Promise.all(
         ops.map((op, index) =>
-          sleep(op.at).then(() => (op.type === 'job' ? job(op, index) : op.type === 'fault' ? fault(op) : restart(op))),
+          sleep(op.at)
+            .then(() => (op.type === 'job' ? job(op, index) : op.type === 'fault' ? fault(op) : restart(op)))
+            .finally(() => pending.delete(index)),
         ),
       );
+      // Far past every wait, body and fault of a schedule: an op still pending then is a hang.
+      let bound: NodeJS.Timeout | undefined;
+      await Promise.race([all, new Promise((resolve) => (bound = setTimeout(resolve, SETTLE_BOUND_MS)))]);
+      clearTimeout(bound);
       redis.resume();
-      const broken: string[] = [];
+      const broken: string[] = [...pending].map((index) => `did not settle within ${SETTLE_BOUND_MS} ms: #${index}`);
       broken.push(...witness.violations().map((v) => `overlap: ${v}`));
       broken.push(...unexpected.map((u) => `unexpected error: ${u}`));
       broken.push(...(await keysWithoutTtl(raw)).map((key) => `key without TTL once everything settled: ${key}`));
@@ -299,7 +314,8 @@ describe('hold model: randomized schedules across two instances', () => {
     } finally {
       for (const timer of timers) clearTimeout(timer);
       redis.resume();
-      await Promise.all([...instances, ...retired].map((app) => app.close().catch(() => undefined)));
+      // Every instance ever started, also one a restart replaced while another restart of its slot ran.
+      await Promise.all(started.map((app) => app.close().catch(() => undefined)));
       await raw.flushall();
     }
   }
