@@ -21,12 +21,13 @@ export async function keysWithoutTtl(raw: Redis, ignore: (key: string) => boolea
 }
 
 /**
- * Lock state left held (not bookkeeping): the lock hashes and their companions. Release records
- * (`:rq:`), fence keys and instance keys expire by themselves and are not holds.
+ * Lock state left held (not bookkeeping): the lock hashes and their leases. Release records
+ * (`:rq:`), fence keys, waiting lines (`:line`, `:deadlines`) and instance keys expire by
+ * themselves and hold nothing.
  */
 export function isHoldKey(key: string): boolean {
   if (!key.startsWith('lock:')) return false;
-  return !/:rq:|:fence$/.test(key);
+  return !/:rq:|:fence$|:line$|:deadlines$/.test(key);
 }
 
 /** How many scripts (EVAL, EVALSHA and their read-only forms, FCALL) the server has run so far. */
