@@ -33,7 +33,6 @@ import { createLockApp, sleep } from '../support/lock-app';
 import { RestartableRedis } from '../support/restartable-redis';
 import { waitFor } from '../support/wait-for';
 
-
 const KINDS = ['plain', 'fair', 'read', 'write', 'multi', 'semaphore'] as const;
 type Kind = (typeof KINDS)[number];
 const NAMES = ['a', 'b'] as const;
