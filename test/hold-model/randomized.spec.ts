@@ -9,6 +9,8 @@
  *
  * A fixed seed and number of runs run in CI. A failure prints its seed, path and schedule; replay it:
  *   FC_SEED=<seed> FC_PATH=<path> npx jest test/hold-model/randomized.spec.ts
+ * The schedule replays exactly, its timing only roughly: a case found under a stalled event loop or a
+ * frozen Redis may need a few tries (FC_REPEAT=10 replays it until it fails, up to 10 times).
  * Explore more: FC_RUNS=200 FC_SEED=$RANDOM npx jest test/hold-model/randomized.spec.ts
  * Shrink a failure to a smaller schedule (slow: every step replays real timing): add FC_SHRINK=1.
  * Look past the commonest finding (a body outliving its fixed lease): add FC_BODIES=within-lease.
@@ -323,17 +325,21 @@ describe('hold model: randomized schedules across two instances', () => {
     'no second holder while a body runs with a live signal, and nothing held once everything settled',
     async () => {
       const path = process.env.FC_PATH;
-      const details = await fc.check(
-        fc.asyncProperty(scheduleArb, (ops) => runSchedule(ops)),
-        {
-          seed: Number(process.env.FC_SEED ?? 23_2026),
-          path,
-          numRuns: Number(process.env.FC_RUNS ?? (path ? 1 : 40)),
-          endOnFailure: !process.env.FC_SHRINK,
-          // A bound on the whole run (a 2-core CI machine): the cases run so far still count.
-          interruptAfterTimeLimit: Number(process.env.FC_TIME_LIMIT_MS ?? 150_000),
-        },
-      );
+      const check = () =>
+        fc.check(
+          fc.asyncProperty(scheduleArb, (ops) => runSchedule(ops)),
+          {
+            seed: Number(process.env.FC_SEED ?? 23_2026),
+            path,
+            numRuns: Number(process.env.FC_RUNS ?? (path ? 1 : 40)),
+            endOnFailure: !process.env.FC_SHRINK,
+            // A bound on the whole run (a 2-core CI machine): the cases run so far still count.
+            interruptAfterTimeLimit: Number(process.env.FC_TIME_LIMIT_MS ?? 150_000),
+          },
+        );
+      // The schedule replays exactly; its timing does not, so a replay may ask for a few tries.
+      let details = await check();
+      for (let tries = Number(process.env.FC_REPEAT ?? 1); !details.failed && tries > 1; tries--) details = await check();
       if (details.failed) {
         const replay = `FC_SEED=${details.seed} FC_PATH=${details.counterexamplePath} npx jest test/hold-model/randomized.spec.ts`;
         const cause = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
