@@ -68,7 +68,7 @@ export function waitForPing(port: number, deadlineMs = 10_000): Promise<void> {
 }
 
 /**
- * Starts `redis-server` (`REDIS_SERVER_BIN`) with `args` on `port` and waits for PING: a data server
+ * Starts `redis-server` (`REDIS_SERVER_BIN`, or `serverBin`) with `args` on `port` and waits for PING: a data server
  * with persistence off, or (`sentinelConfig`) a sentinel on that config file (see `sentinelCommand`).
  * The process dies with SIGKILL on `stop()`.
  */
@@ -77,9 +77,11 @@ export async function spawnRedis(
   args: readonly string[],
   dir: string,
   sentinelConfig?: string,
+  /** The server binary, when not the suite's `REDIS_SERVER_BIN` (a test that needs a given version). */
+  serverBin = redisServerBin(),
 ): Promise<RedisProcess> {
   const common = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir];
-  let command = redisServerBin();
+  let command = serverBin;
   let argv = [...args, ...common, '--save', '', '--appendonly', 'no'];
   if (sentinelConfig) {
     const [bin, first] = sentinelCommand(sentinelConfig);
