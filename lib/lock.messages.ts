@@ -15,7 +15,7 @@ export const quoteName = (name: string): string =>
 /** A name cut as `quoteName` cuts it, for the `lockName` of an error body. */
 export const shortName = (name: string): string => (name.length <= QUOTED_NAME_LIMIT ? name : name.slice(0, QUOTED_NAME_LIMIT));
 
-const show = (value: unknown): string => {
+export const show = (value: unknown): string => {
   if (typeof value === 'string') return quoteName(value);
   // JSON.stringify turns these into null, which hides the mistake.
   if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
@@ -333,17 +333,3 @@ export const LOCK_CONTEXT_ON_CONSTRUCTOR = (className: string): string =>
   `@LockContext() marks a method parameter; it was put on a constructor parameter of ${className}`;
 
 export const REQUEST_CLOSED = 'The client closed the request while it waited for a lock';
-
-export const TESTING_KIT_IN_PRODUCTION =
-  'LockTestingModule (nestjs-redis-locks/testing) is in use with NODE_ENV=production: its locks live in this ' +
-  'process only and exclude nothing across processes; use LockModule in production';
-
-export const TESTING_KIT_NEEDS_FENGARI =
-  'nestjs-redis-locks/testing runs the library\'s Lua scripts with the package "fengari", which is not installed: ' +
-  'npm i -D fengari (it is an optional peer dependency, so production installs do not carry it)';
-
-export const TESTING_KIT_BAD_HOLD = (name: string, problem: string): string =>
-  `holdElsewhere(${quoteName(name)}): ${problem}`;
-
-export const TESTING_KIT_BAD_REPLICAS = (value: unknown): string =>
-  `LockTestingModule option "replicas" (or setReplicas) must be a whole number >= 0 (got ${show(value)})`;

@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { TESTING_KIT_BAD_HOLD, TESTING_KIT_BAD_REPLICAS } from '../lock.messages';
+import { TESTING_KIT_BAD_HOLD, TESTING_KIT_BAD_REPLICAS } from './testing-kit.messages';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.module-definition';
 import type { ResolvedLockOptions } from '../lock.options';
 import { LockInspector } from '../introspection/lock-inspector';

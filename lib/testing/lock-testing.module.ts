@@ -1,5 +1,5 @@
 import { DynamicModule, Logger, Provider } from '@nestjs/common';
-import { TESTING_KIT_BAD_REPLICAS, TESTING_KIT_IN_PRODUCTION } from '../lock.messages';
+import { TESTING_KIT_BAD_REPLICAS, TESTING_KIT_IN_PRODUCTION } from './testing-kit.messages';
 import { LOCK_MODULE_ASYNC_OPTIONS_TYPE } from '../lock.module-definition';
 import { LockModule } from '../lock.module';
 import type { LockModuleOptions } from '../lock.options';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ReplyError } from 'ioredis';
 import { StatusReply, type Reply } from './keyspace';
-import { TESTING_KIT_NEEDS_FENGARI } from '../lock.messages';
+import { TESTING_KIT_NEEDS_FENGARI } from './testing-kit.messages';
 
 /** The few parts of `fengari` (Lua 5.3 in JavaScript) used here; the package ships no types. */
 interface LuaState {

@@ -396,6 +396,8 @@ const APPS = [
       jest: '^29',
       'ts-jest': '^29',
       '@types/jest': '^29',
+      // The testing kit's Lua VM, an optional peer dependency: a test-only install, as the README says.
+      fengari: '^0.1.5',
     },
   },
   {
@@ -417,7 +419,7 @@ const APPS = [
       'reflect-metadata': '^0.2',
       rxjs: '^7',
     },
-    devDeps: { typescript: '5.9.3', '@types/node': '^20' },
+    devDeps: { typescript: '5.9.3', '@types/node': '^20', fengari: '^0.1.5' },
   },
 ];
 
