@@ -1,5 +1,5 @@
 import type { TestingModule } from '@nestjs/testing';
-import { LockService, LockUnavailableError } from '../../lib';
+import { LockService } from '../../lib';
 import { HoldWitness } from '../support/hold-witness';
 import { createLockApp, sleep } from '../support/lock-app';
 import { RestartableRedis } from '../support/restartable-redis';
@@ -32,22 +32,7 @@ describe('hold model: a wall-clock step', () => {
     await redis?.dispose();
   });
 
-  it('a 5 s backward step does not make a 100 ms command timeout fire after 5.1 s', async () => {
-    const lock = app.get(LockService).getLock('clock-back');
-    redis.pause();
-    const started = performance.now();
-    const asking = lock.isLocked().then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    stepWallClock(-5_000);
-    const error = await asking;
-    const tookMs = performance.now() - started;
-    expect(error).toBeInstanceOf(LockUnavailableError);
-    // Generous for a loaded machine, far below the 5.1 s a wall-clock deadline gives.
-    expect(tookMs).toBeLessThan(2_000);
-  });
-
+  // A backward step and a command timeout: test/wall-clock-steps.spec.ts.
   it('a 5 s forward step does not mark a live, renewed hold as lost', async () => {
     const witness = new HoldWitness();
     const name = 'clock-forward';
