@@ -262,12 +262,9 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     if (!hold || hold.aborted) return Promise.resolve(false);
     const { script, keys, args } = this.renewalCall(leaseMs);
     const sentAt = monotonicNow();
-    return engine.call(this.name, (ticket) => script.run(engine.client, keys, args, ticket)).then((renewed) => {
-      if (renewed !== 1 || !engine.holds.isCurrent(hold) || hold.aborted) return false;
-      hold.extendLease(sentAt, leaseMs);
-      engine.holds.leaseChanged(hold);
-      return true;
-    });
+    return engine
+      .call(this.name, (ticket) => script.run(engine.client, keys, args, ticket))
+      .then((renewed) => renewed === 1 && engine.holds.rearmed(hold, sentAt, leaseMs));
   }
 
   // The contender's side of an acquisition (see `Contender` in acquisition.ts).

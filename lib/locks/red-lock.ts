@@ -292,10 +292,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     const hold = this.hold;
     if (!hold || hold.aborted) return false;
     const sentAt = monotonicNow();
-    if (!(await this.renew(leaseMs)) || !this.engine.holds.isCurrent(hold) || hold.aborted) return false;
-    hold.extendLease(sentAt, leaseMs);
-    this.engine.holds.leaseChanged(hold);
-    return true;
+    return (await this.renew(leaseMs)) && this.engine.holds.rearmed(hold, sentAt, leaseMs);
   }
 
   /**

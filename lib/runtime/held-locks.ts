@@ -239,6 +239,17 @@ export class HeldLocks {
     this.leaseChanged(hold);
   }
 
+  /**
+   * A fresh lease of `leaseMs` for `hold`, sent at `sentAt`, that Redis granted (a multi-lock's
+   * re-arm): false when the hold ended here meanwhile (released, lost, or its signal aborted).
+   */
+  rearmed(hold: HeldLock, sentAt: number, leaseMs: number): boolean {
+    if (!this.isCurrent(hold) || hold.aborted) return false;
+    hold.extendLease(sentAt, leaseMs);
+    this.leaseChanged(hold);
+    return true;
+  }
+
   forget(hold: HeldLock): void {
     const owners = this.holds.get(hold.lockKey);
     if (owners?.get(hold.ownerId) !== hold) return;

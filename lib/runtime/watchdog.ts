@@ -135,7 +135,7 @@ export class Watchdog {
       failure = error;
     }
     if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
-    if (renewed === true) this.renewed(hold, startedAt);
+    if (renewed === true) hold.extendLease(startedAt, hold.renewalLeaseMs);
     else if (renewed === false) this.lose(hold, LOST_RENEWAL_FOUND_GONE);
     else {
       this.roundFailed = true;
@@ -180,25 +180,13 @@ export class Watchdog {
           if (hold.leaseEndedBy(monotonicNow())) this.lose(hold, LOST_RENEWALS_FAILED);
           else this.renewalFailed(hold, error.message);
         } else if (renewed === 1) {
-          this.renewed(hold, startedAt);
+          // Redis still had the hold when the renewal ran, so its lease runs on from when it was sent.
+          hold.extendLease(startedAt, hold.renewalLeaseMs);
         } else {
           this.lose(hold, LOST_RENEWAL_FOUND_GONE);
         }
       }),
     );
-  }
-
-  /**
-   * A renewal sent at `sentAt` got through: the lease runs from then. Unless the hold's lease had
-   * ended locally by the time the answer came (the process stalled meanwhile): the hold was lost
-   * then, whatever Redis says now, and a body that ran on must have been told.
-   */
-  private renewed(hold: HeldLock, sentAt: number): void {
-    if (hold.leaseEndedBy(monotonicNow()) && hold.leaseEndedBy(sentAt)) {
-      this.lose(hold, LOST_LEASE_RAN_OUT_UNRENEWED);
-      return;
-    }
-    hold.extendLease(sentAt, hold.renewalLeaseMs);
   }
 
   /**
