@@ -1,7 +1,5 @@
-import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { Body, Controller, INestApplication, INestMicroservice, Module, Post, UseFilters } from '@nestjs/common';
+import { Body, Controller, INestApplication, INestMicroservice, Post, UseFilters } from '@nestjs/common';
 import { Args, Query, Resolver } from '@nestjs/graphql';
-import { GraphQLModule } from '@nestjs/graphql';
 import { ClientProxy, ClientProxyFactory, MessagePattern, Payload, Transport } from '@nestjs/microservices';
 import { WsAdapter } from '@nestjs/platform-ws';
 import { Test } from '@nestjs/testing';
@@ -24,6 +22,7 @@ import {
 import { resolveLockOptions } from '../lib/lock.options';
 import { LOCK_LOST, LOCK_SKIPPED, RELEASE_FAILED, RENEWAL_FAILED, SUBSCRIBE_FAILED } from '../lib/lock.messages';
 import { waitUntil } from './support/lock-app';
+import { startApolloApp } from './support/apollo-app';
 import { freePort, startRedis, type TestRedis } from './support/redis-server';
 
 /**
@@ -213,17 +212,7 @@ describe('unusable names and template values', () => {
     let app: INestApplication;
 
     beforeAll(async () => {
-      @Module({
-        imports: [
-          LockModule.forRoot({ redis: redis.url, maxNameLength: MAX }),
-          GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, playground: false }),
-        ],
-        providers: [OrdersResolver],
-      })
-      class GraphQLApp {}
-      const moduleRef = await Test.createTestingModule({ imports: [GraphQLApp] }).compile();
-      app = moduleRef.createNestApplication({ logger: false });
-      await app.init();
+      app = await startApolloApp({ redis: redis.url, maxNameLength: MAX }, [OrdersResolver]);
     });
 
     afterAll(async () => {

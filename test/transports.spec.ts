@@ -1,7 +1,5 @@
-import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { ArgumentsHost, Controller, INestApplication, INestMicroservice, Module, UseFilters } from '@nestjs/common';
+import { ArgumentsHost, Controller, INestApplication, INestMicroservice, UseFilters } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { GraphQLModule } from '@nestjs/graphql';
 import { ClientProxy, ClientProxyFactory, MessagePattern, Payload, Transport } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { WsAdapter } from '@nestjs/platform-ws';
@@ -13,6 +11,7 @@ import { DistributedLock, LockErrorFilter, LockModule, LockService, LockTimeoutE
 import { completion, spawnFixture } from './support/child-process';
 import { deferred, waitUntil } from './support/lock-app';
 import { freePort, startRedis, type TestRedis } from './support/redis-server';
+import { startApolloApp } from './support/apollo-app';
 import { ReportResolver } from './support/report-resolver';
 
 /** Holds each report's lock until the test lets it go. */
@@ -97,17 +96,7 @@ describe('lock errors outside HTTP', () => {
     let app: INestApplication;
 
     beforeAll(async () => {
-      @Module({
-        imports: [
-          LockModule.forRoot({ redis: redis.url }),
-          GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, playground: false }),
-        ],
-        providers: [ReportResolver],
-      })
-      class GraphQLApp {}
-      const moduleRef = await Test.createTestingModule({ imports: [GraphQLApp] }).compile();
-      app = moduleRef.createNestApplication({ logger: false });
-      await app.init();
+      app = await startApolloApp({ redis: redis.url }, [ReportResolver]);
     });
 
     afterAll(async () => {
