@@ -11,7 +11,8 @@
  *   FC_SEED=<seed> FC_PATH=<path> npx jest test/hold-model/randomized.spec.ts
  * The schedule replays exactly, its timing only roughly: a case found under a stalled event loop or a
  * frozen Redis may need a few tries (FC_REPEAT=10 replays it until it fails, up to 10 times).
- * Explore more: FC_RUNS=200 FC_SEED=$RANDOM npx jest test/hold-model/randomized.spec.ts
+ * Explore more: FC_RUNS=400 FC_TIME_LIMIT_MS=420000 FC_SEED=$RANDOM npx jest test/hold-model/randomized.spec.ts
+ * (the run stops at FC_TIME_LIMIT_MS, 150 s by default, and prints how many schedules it ran)
  * Shrink a failure to a smaller schedule (slow: every step replays real timing): add FC_SHRINK=1.
  * Look past the commonest finding (a body outliving its fixed lease): add FC_BODIES=within-lease.
  */
@@ -42,6 +43,8 @@ const INSTANCES = 2;
 const WATCHDOG = 900; // renewed every 300 ms
 const COMMAND_TIMEOUT = 300;
 const SETTLE_BOUND_MS = 20_000;
+/** A bound on the whole property run (a 2-core CI machine); FC_TIME_LIMIT_MS for longer explorations. */
+const TIME_LIMIT_MS = Number(process.env.FC_TIME_LIMIT_MS ?? 150_000);
 
 interface Reentry {
   /** A fixed lease for the inner hold (shorter than the outer one's, often); none: the watchdog. */
@@ -334,18 +337,20 @@ describe('hold model: randomized schedules across two instances', () => {
             numRuns: Number(process.env.FC_RUNS ?? (path ? 1 : 40)),
             endOnFailure: !process.env.FC_SHRINK,
             // A bound on the whole run (a 2-core CI machine): the cases run so far still count.
-            interruptAfterTimeLimit: Number(process.env.FC_TIME_LIMIT_MS ?? 150_000),
+            interruptAfterTimeLimit: TIME_LIMIT_MS,
           },
         );
       // The schedule replays exactly; its timing does not, so a replay may ask for a few tries.
       let details = await check();
       for (let tries = Number(process.env.FC_REPEAT ?? 1); !details.failed && tries > 1; tries--) details = await check();
+      // How much was explored (a run cut short by the time limit still passed what it ran).
+      process.stdout.write(`randomized hold model: seed ${details.seed}, ${details.numRuns} schedules${details.interrupted ? ' (time limit reached)' : ''}\n`);
       if (details.failed) {
         const replay = `FC_SEED=${details.seed} FC_PATH=${details.counterexamplePath} npx jest test/hold-model/randomized.spec.ts`;
         const cause = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
         throw new Error(`${cause}\n\n${fc.defaultReportMessage(details)}\n\nReplay: ${replay}`);
       }
     },
-    240_000,
+    TIME_LIMIT_MS + 90_000,
   );
 });
