@@ -69,6 +69,7 @@ export const LOST_LEASE_TIME_RAN_OUT = 'its leaseTime ran out';
 export const LOST_LEASE_RAN_OUT_UNRENEWED = 'its lease ran out before it was renewed (process paused or Redis unreachable)';
 export const LOST_RENEWALS_FAILED = 'renewals failed until its lease ran out';
 export const LOST_RELEASE_FOUND_GONE = 'a release of an inner hold found the lock no longer held';
+export const LOST_HANDED_OVER_GONE = 'the lock a release handed over was gone when its new holder confirmed it';
 
 export const LOCK_LOST = (name: string, reason: string): string =>
   `Lock ${quoteName(name)} was lost (${reason}); its holder's signal is aborted`;

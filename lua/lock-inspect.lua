@@ -1,11 +1,11 @@
 -- Inspect a reentrant or fair lock in one round trip (reads only).
 -- KEYS[1]  lock hash (see reentrant-acquire.lua): field <owner id> = hold count, <owner id>:rq = last
 --          applied request id, fence = the hold's fencing token; the key's TTL is the lease
--- KEYS[2]  fair line: list of waiting owner ids, first come first (see fair-acquire.lua)
--- KEYS[3]  fair deadlines: sorted set owner id -> deadline in ms on the server clock
+-- KEYS[2]  waiting line: list of waiter entries, first come first (see reentrant-acquire.lua)
+-- KEYS[3]  waiter deadlines: sorted set entry -> deadline in ms on the server clock
 -- ARGV[1]  instance key prefix: when not empty, the instance hash ARGV[1] .. '{' .. client id .. '}'
 --          of every holder and waiter is read too (standalone Redis only: those keys are not declared)
--- Returns  { pttl, fence or nil, { owner id, hold count, ... }, { waiting owner id, ... } in line
+-- Returns  { pttl, fence or nil, { owner id, hold count, ... }, { waiter entry, ... } in line
 --          order (waiters whose deadline passed are left out), { client id, { field, value, ... }, ... } }
 local lockKey = KEYS[1]
 local lineKey = KEYS[2]
@@ -38,7 +38,7 @@ end
 -- #include inspect-instances
 if instancePrefix ~= '' then
   for i = 1, #holders, 2 do addInstance(holders[i]) end
-  for _, waiterId in ipairs(waiters) do addInstance(waiterId) end
+  for _, entry in ipairs(waiters) do addInstance(string.match(entry, '^%S+')) end
 end
 
 return { redis.call('pttl', lockKey), fence, holders, waiters, instances }

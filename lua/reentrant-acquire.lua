@@ -1,28 +1,58 @@
--- Acquire or re-enter the reentrant lock (also the exclusive core of the fair lock's hash).
+-- Acquire, re-enter, or wait in line for the reentrant lock; the fair lock of the same name is the
+-- same lock and runs this script too (its waiters only sleep on channels of their own).
 -- KEYS[1]  lock hash: field <owner id> = hold count, field <owner id>:rq = last applied request id,
 --          field fence = the hold's fencing token; the key's TTL is the lease
--- KEYS[2]  fence: the last fencing token handed out for this name, kept ARGV[4] ms after its last use
+-- KEYS[2]  waiting line: list of waiter entries '<owner id> <request id> <lease ms> <p|f>', first
+--          come first; exists only while someone waits
+-- KEYS[3]  waiter deadlines: sorted set entry -> deadline in ms on the server clock; a waiter that
+--          stops retrying (it crashed) leaves the line once its deadline passes
+-- KEYS[4]  when each waiter last attempted: hash entry -> ms on the server clock (see line-grant-head)
+-- KEYS[5]  fence: the last fencing token handed out for this name, kept ARGV[4] ms after its last use
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
 -- ARGV[3]  request id: a resent acquire (ioredis replays unanswered commands after a reconnect)
---          finds its own id already applied and does not raise the hold count twice
+--          finds its own id already applied and does not raise the hold count twice; a waiter the
+--          lock was handed to finds its grant the same way
 -- ARGV[4]  how long the fence key outlives its last use, in ms
--- Returns  {token} when acquired or re-entered (a re-entry keeps the hold's token), otherwise the
---          lock's remaining TTL in ms
+-- ARGV[5]  this waiter's line entry when it waits (see KEYS[3]); '' for a single attempt that never
+--          joins the line
+-- ARGV[6]  waiter timeout in ms: a fair waiter's deadline is now + this (it retries three times
+--          per timeout); a plain waiter, which sleeps until the lock's TTL, gets that TTL on top.
+--          Also the longest lease a grant to a waiter starts with.
+-- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster
+-- ARGV[8]  unlock message (for waiters of an older version)
+-- Returns  {token} when acquired or re-entered (a re-entry keeps the hold's token), otherwise how
+--          long the caller may wait before retrying, in ms (the lock's TTL, -1 for a lock without
+--          one, or the head waiter's deadline)
 local lockKey = KEYS[1]
-local fenceKey = KEYS[2]
+local lineKey = KEYS[2]
+local deadlinesKey = KEYS[3]
+local seenKey = KEYS[4]
+local fenceKey = KEYS[5]
 local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local requestId = ARGV[3]
 local fenceMemoryMs = ARGV[4]
+local myEntry = ARGV[5]
+local waiterTimeoutMs = tonumber(ARGV[6])
+local grantCapMs = waiterTimeoutMs
+local publishCommand = ARGV[7]
+local unlockMessage = ARGV[8]
 local requestField = ownerId .. ':rq'
 
 if redis.call('exists', lockKey) == 0 then
-  local time = redis.call('time')
-  -- #include fence-token
-  redis.call('hset', lockKey, ownerId, 1, requestField, requestId, 'fence', tokenText)
-  redis.call('pexpire', lockKey, leaseMs)
-  return { token }
+  if redis.call('exists', lineKey) == 1 then
+    -- Free, with waiters: the first live one gets it (the caller, when that is who stands first).
+    -- #include line-grant-head
+  end
+  -- Nobody holds it and nobody waits (a line exists only while someone waits): the fast path.
+  if redis.call('exists', lineKey) == 0 and redis.call('exists', lockKey) == 0 then
+    local time = redis.call('time')
+    -- #include fence-token
+    redis.call('hset', lockKey, ownerId, 1, requestField, requestId, 'fence', tokenText)
+    redis.call('pexpire', lockKey, leaseMs)
+    return { token }
+  end
 end
 
 if redis.call('hexists', lockKey, ownerId) == 1 then
@@ -30,4 +60,21 @@ if redis.call('hexists', lockKey, ownerId) == 1 then
   return { tonumber(redis.call('hget', lockKey, 'fence')) or 0 }
 end
 
-return redis.call('pttl', lockKey)
+local ttl = redis.call('pttl', lockKey)
+if myEntry ~= '' then
+  -- #include server-clock
+  -- #include line-drop-expired
+  -- Once in line, a retry (or a resent attempt) only refreshes its deadline: never queued twice.
+  if not redis.call('zscore', deadlinesKey, myEntry) then
+    redis.call('rpush', lineKey, myEntry)
+  end
+  local sleepsFor = string.sub(myEntry, -1) == 'p' and math.max(ttl, 0) or 0
+  redis.call('zadd', deadlinesKey, now + waiterTimeoutMs + sleepsFor, myEntry)
+  redis.call('hset', seenKey, myEntry, now)
+  -- #include line-rearm
+end
+if ttl == -2 then
+  -- Free, and left to a waiter of an older version that stands first: it tries by itself soon.
+  return 50
+end
+return ttl

@@ -1,25 +1,34 @@
--- Release one hold of the reentrant lock.
+-- Release one hold of the reentrant (or fair) lock; the last one hands the lock to the first live
+-- waiter in line, or wakes the lock's channel when nobody is in line.
 -- KEYS[1]  lock hash (see reentrant-acquire.lua)
--- KEYS[2]  unlock channel
--- KEYS[3]  release record: the outcome of this request, kept for ARGV[3] ms so that a resent
+-- KEYS[2]  release record: the outcome of this request, kept for ARGV[2] ms so that a resent
 --          release returns its first answer instead of "not held"
+-- KEYS[3]  waiting line, KEYS[4] waiter deadlines, KEYS[5] waiters' last attempts, KEYS[6] fence
+--          (KEYS[2] to KEYS[5] of reentrant-acquire.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  how long to keep the release record, in ms
 -- ARGV[3]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[4]  unlock message
 -- ARGV[5]  '' for a plain release; an acquire request id to release only the hold that request
 --          granted (an acquisition abandoned while its reply was unknown: no phantom hold remains)
+-- ARGV[6]  waiter timeout in ms: the longest lease a grant to a waiter starts with
+-- ARGV[7]  how long the fence key outlives its last use, in ms
 -- Returns  nil when the owner does not hold the lock (or that request granted nothing),
 --          0 when holds remain (the lease is left as it is: the remaining holds' leases are in
 --          it), 1 when released
 local lockKey = KEYS[1]
-local channel = KEYS[2]
-local recordKey = KEYS[3]
+local recordKey = KEYS[2]
+local lineKey = KEYS[3]
+local deadlinesKey = KEYS[4]
+local seenKey = KEYS[5]
+local fenceKey = KEYS[6]
 local ownerId = ARGV[1]
 local recordTtlMs = ARGV[2]
 local publishCommand = ARGV[3]
 local unlockMessage = ARGV[4]
 local grantedBy = ARGV[5]
+local grantCapMs = ARGV[6]
+local fenceMemoryMs = ARGV[7]
 local requestField = ownerId .. ':rq'
 local holdKey = lockKey
 
@@ -35,7 +44,11 @@ if holds > 1 then
   outcome = 0
 else
   redis.call('del', lockKey)
-  redis.call(publishCommand, channel, unlockMessage)
+  if redis.call('exists', lineKey) == 1 then
+    -- #include line-grant-head
+  else
+    redis.call(publishCommand, lockKey .. ':channel', unlockMessage)
+  end
   outcome = 1
 end
 if grantedBy == '' then

@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import type { Cluster } from 'ioredis';
 import { FairLockService, LockService } from '../lib';
 import { LuaScript } from '../lib/redis/lua-script';
+import { LockKeys } from '../lib/redis/lock-keys';
 import { completion, printed, spawnFixture } from './support/child-process';
 import { createLockApp, sleep, waitUntil } from './support/lock-app';
 import { describeOnCluster, namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
@@ -135,37 +136,54 @@ describe('fair lock', () => {
     }
   });
 
-  it('a waiter that gives up at the head of a free lock wakes the next one', async () => {
-    // The race this covers (the head's last attempt fails, then the lock is freed, then the head
-    // gives up) cannot be staged through the API, so the scripts are driven directly.
+  it('a waiter that gives up holding a lock a release handed it passes the lock to the next one', async () => {
+    // The race this covers (the head is handed the lock, then gives up before hearing of it) cannot
+    // be staged through the API, so the scripts are driven directly.
     const name = fresh();
-    const keys = [`lock:{${name}}`, lineKey(name), `lock:{${name}}:deadlines`, `lock:{${name}}:fence`];
-    const acquire = LuaScript.named('fair-acquire');
-    const leave = LuaScript.named('fair-leave');
+    const lockKey = `lock:{${name}}`;
+    const keys = [lockKey, ...LockKeys.lineKeys(lockKey)];
+    const acquire = LuaScript.named('reentrant-acquire');
+    const release = LuaScript.named('reentrant-release');
+    const leave = LuaScript.named('line-leave');
+    const entry = (owner: string, requestId: string) => `${owner} ${requestId} 10000 f`;
+    const attempt = (owner: string, requestId: string) =>
+      acquire.run(raw, keys, [10_000, owner, requestId, 60_000, entry(owner, requestId), 10_000, 'publish', 'one']);
     const listener = redis.client();
     const messages: string[] = [];
-    listener.on('pmessage', (_pattern: string, channel: string) => messages.push(channel));
-    await listener.psubscribe(`lock:{${name}}:channel*`);
+    listener.on('pmessage', (_pattern: string, channel: string, message: string) => messages.push(`${channel} ${message}`));
+    await listener.psubscribe(`${lockKey}:channel*`);
     try {
-      expect(await acquire.run(raw, keys, [10_000, 'holder', 'rq-1', 10_000, 1, 60_000])).toEqual([expect.any(Number)]);
-      await acquire.run(raw, keys, [10_000, 'head', 'rq-2', 10_000, 1, 60_000]);
-      await acquire.run(raw, keys, [10_000, 'next', 'rq-3', 10_000, 1, 60_000]);
-      expect(await line(name)).toEqual(['head', 'next']);
-      await raw.del(keys[0]);
-      expect(await leave.run(raw, keys.slice(0, 3), ['head', 'publish', `lock:{${name}}:channel:`, 'one'])).toBe(1);
-      expect(await line(name)).toEqual(['next']);
+      expect(await attempt('holder', 'rq-1')).toEqual([expect.any(Number)]);
+      expect(await attempt('head', 'rq-2')).toBeGreaterThan(0);
+      expect(await attempt('next', 'rq-3')).toBeGreaterThan(0);
+      expect(await line(name)).toEqual([entry('head', 'rq-2'), entry('next', 'rq-3')]);
+      // The release hands the lock to the head, inside the script, and names it on its channel.
+      const releaseArgs = ['holder', 10_000, 'publish', 'one', '', 10_000, 60_000];
+      expect(await release.run(raw, [lockKey, `${lockKey}:rq:holder:x`, ...LockKeys.lineKeys(lockKey)], releaseArgs)).toBe(1);
+      expect(await raw.hget(lockKey, 'head')).toBe('1');
+      expect(await line(name)).toEqual([entry('next', 'rq-3')]);
       await waitUntil(() => messages.length === 1);
-      expect(messages).toEqual([`lock:{${name}}:channel:next`]);
-      // The woken head takes the lock; a waiter leaving a held lock's line wakes nobody.
-      expect(await acquire.run(raw, keys, [10_000, 'next', 'rq-3', 10_000, 1, 60_000])).toEqual([expect.any(Number)]);
-      await acquire.run(raw, keys, [10_000, 'last', 'rq-4', 10_000, 1, 60_000]);
-      expect(await leave.run(raw, keys.slice(0, 3), ['last', 'publish', `lock:{${name}}:channel:`, 'one'])).toBe(1);
-      expect(await leave.run(raw, keys.slice(0, 3), ['last', 'publish', `lock:{${name}}:channel:`, 'one'])).toBe(0);
-      expect(await raw.exists(lineKey(name), keys[2])).toBe(0);
+      expect(messages[0]).toMatch(new RegExp(`^${lockKey.replace(/[{}]/g, '\\$&')}:channel:head grant:head rq-2 10000 f \\d+ \\d+ 10000$`));
+      // The head gives up before it heard: leaving gives the lock back, and the next one gets it.
+      const leaveArgs = (owner: string, requestId: string) => [entry(owner, requestId), owner, requestId, 'publish', 'one', 10_000, 60_000];
+      expect(await leave.run(raw, keys, leaveArgs('head', 'rq-2'))).toBe(1);
+      expect(await raw.hexists(lockKey, 'head')).toBe(0);
+      expect(await raw.hget(lockKey, 'next')).toBe('1');
+      await waitUntil(() => messages.length === 2);
+      expect(messages[1]).toContain(`:channel:next grant:next rq-3`);
+      // Its own late attempt finds the grant (same request id: no second hold) and gets its full lease.
+      expect(await attempt('next', 'rq-3')).toEqual([expect.any(Number)]);
+      expect(await raw.hget(lockKey, 'next')).toBe('1');
+      expect(await raw.pttl(lockKey)).toBeGreaterThan(9_000);
+      // A waiter leaving a held lock's line hands nothing over; leaving twice finds nothing.
+      await attempt('last', 'rq-4');
+      expect(await leave.run(raw, keys, leaveArgs('last', 'rq-4'))).toBe(1);
+      expect(await leave.run(raw, keys, leaveArgs('last', 'rq-4'))).toBe(0);
+      expect(await raw.exists(lineKey(name), `${lockKey}:deadlines`, `${lockKey}:seen`)).toBe(0);
     } finally {
       listener.disconnect();
     }
-    expect(messages).toHaveLength(1);
+    expect(messages).toHaveLength(2);
   });
 
   it('tryLock with waitTime 0 never joins the line', async () => {
@@ -198,7 +216,7 @@ describe('fair lock', () => {
       for (const [i, waiter] of waiters.entries()) {
         expect(await acquisitions[i]).toBe(true);
         await waitUntil(() => messages.length === i + 1);
-        expect(messages).toEqual(queued.slice(0, i + 1).map((owner) => `lock:{${name}}:channel:${owner}`));
+        expect(messages).toEqual(queued.slice(0, i + 1).map((entry) => `lock:{${name}}:channel:${entry.split(' ')[0]}`));
         await waiter.unlock();
       }
       // Nobody left in line: the last release goes to the shared channel (plain-lock waiters).
@@ -232,31 +250,28 @@ describe('fair lock', () => {
 
   it('a resent acquire or release (same request id) does not change the outcome', async () => {
     const name = fresh();
-    const keys = [`lock:{${name}}`, lineKey(name), `lock:{${name}}:deadlines`];
-    const acquireKeys = [...keys, `lock:{${name}}:fence`];
-    const acquire = LuaScript.named('fair-acquire');
-    const release = LuaScript.named('fair-release');
-    const [token] = (await acquire.run(raw, acquireKeys, [10_000, 'owner-a', 'rq-1', WAITER_TIMEOUT_MS, 1, 60_000])) as [number];
+    const lockKey = `lock:{${name}}`;
+    const acquireKeys = [lockKey, ...LockKeys.lineKeys(lockKey)];
+    const acquire = LuaScript.named('reentrant-acquire');
+    const release = LuaScript.named('reentrant-release');
+    const attempt = (owner: string, requestId: string) =>
+      acquire.run(raw, acquireKeys, [10_000, owner, requestId, 60_000, `${owner} ${requestId} 10000 f`, WAITER_TIMEOUT_MS, 'publish', 'one']);
+    const [token] = (await attempt('owner-a', 'rq-1')) as [number];
     expect(token).toBeGreaterThan(0);
-    expect(await acquire.run(raw, acquireKeys, [10_000, 'owner-a', 'rq-1', WAITER_TIMEOUT_MS, 1, 60_000])).toEqual([token]);
-    expect(await raw.hget(keys[0], 'owner-a')).toBe('1');
+    expect(await attempt('owner-a', 'rq-1')).toEqual([token]);
+    expect(await raw.hget(lockKey, 'owner-a')).toBe('1');
     // A resent wait does not queue twice.
-    expect(await acquire.run(raw, acquireKeys, [10_000, 'owner-b', 'rq-2', WAITER_TIMEOUT_MS, 1, 60_000])).toBeGreaterThan(0);
-    expect(await acquire.run(raw, acquireKeys, [10_000, 'owner-b', 'rq-2', WAITER_TIMEOUT_MS, 1, 60_000])).toBeGreaterThan(0);
-    expect(await line(name)).toEqual(['owner-b']);
+    expect(await attempt('owner-b', 'rq-2')).toBeGreaterThan(0);
+    expect(await attempt('owner-b', 'rq-2')).toBeGreaterThan(0);
+    expect(await line(name)).toEqual(['owner-b rq-2 10000 f']);
     const releaseCall = (requestId: string) =>
-      release.run(raw, [...keys, `lock:{${name}}:rq:owner-a:${requestId}`], [
-        'owner-a',
-        10_000,
-        'publish',
-        `lock:{${name}}:channel:`,
-        `lock:{${name}}:channel`,
-        'one',
-        '',
-      ]);
+      release.run(raw, [lockKey, `${lockKey}:rq:owner-a:${requestId}`, ...LockKeys.lineKeys(lockKey)], ['owner-a', 10_000, 'publish', 'one', '', WAITER_TIMEOUT_MS, 60_000]);
     expect(await releaseCall('rq-3')).toBe(1);
     expect(await releaseCall('rq-3')).toBe(1); // the first answer, not "not held"
     expect(await releaseCall('rq-4')).toBeNull();
+    // The release handed the lock to owner-b; its resent attempt finds that grant, once.
+    expect(await attempt('owner-b', 'rq-2')).toEqual([expect.any(Number)]);
+    expect(await raw.hget(lockKey, 'owner-b')).toBe('1');
   });
 
   it('3 processes x 20 non-atomic increments under FairLockService.run lose no update', async () => {

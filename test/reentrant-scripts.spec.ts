@@ -1,6 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockService } from '../lib';
 import { LuaScript } from '../lib/redis/lua-script';
+import { LockKeys } from '../lib/redis/lock-keys';
 import { waitUntil } from './support/lock-app';
 import { ENGINES, type ContractEngine, type EngineHandle } from './support/lock-contract';
 
@@ -8,6 +9,12 @@ import { ENGINES, type ContractEngine, type EngineHandle } from './support/lock-
  * Script-level guarantees: resends do not change the outcome, and a flushed script cache recovers.
  * On Redis, and on the testing kit's in-memory server, which runs the same scripts.
  */
+/** The reentrant acquire's keys and arguments: one attempt that never joins the line. */
+const acquireKeys = (key: string): string[] => [key, ...LockKeys.lineKeys(key)];
+const acquireArgs = (owner: string, requestId: string): Array<string | number> => [10_000, owner, requestId, 60_000, '', 5_000, 'publish', 'one'];
+const releaseKeys = (key: string, record: string): string[] => [key, `${key}:rq:${record}`, ...LockKeys.lineKeys(key)];
+const releaseArgs = (owner: string, grantedBy: string): Array<string | number> => [owner, 10_000, 'publish', 'one', grantedBy, 5_000, 60_000];
+
 describe.each(ENGINES())('reentrant lock scripts ($name)', (engine: ContractEngine) => {
   let redis: EngineHandle;
   let app: TestingModule;
@@ -24,14 +31,14 @@ describe.each(ENGINES())('reentrant lock scripts ($name)', (engine: ContractEngi
     const raw = redis.client();
     const acquire = LuaScript.named('reentrant-acquire');
     const key = 'lock:{resent-acquire}';
-    const keys = [key, `${key}:fence`];
-    const [token] = (await acquire.run(raw, keys, [10_000, 'owner-1', 'r1', 60_000])) as [number];
+    const keys = acquireKeys(key);
+    const [token] = (await acquire.run(raw, keys, acquireArgs('owner-1', 'r1'))) as [number];
     expect(Number.isSafeInteger(token)).toBe(true);
-    expect(await acquire.run(raw, keys, [10_000, 'owner-1', 'r1', 60_000])).toEqual([token]); // the resend
+    expect(await acquire.run(raw, keys, acquireArgs('owner-1', 'r1'))).toEqual([token]); // the resend
     expect(await raw.hget(key, 'owner-1')).toBe('1');
-    expect(await acquire.run(raw, keys, [10_000, 'owner-1', 'r2', 60_000])).toEqual([token]); // a re-entry keeps the token
+    expect(await acquire.run(raw, keys, acquireArgs('owner-1', 'r2'))).toEqual([token]); // a re-entry keeps the token
     expect(await raw.hget(key, 'owner-1')).toBe('2');
-    expect(Number(await acquire.run(raw, keys, [10_000, 'owner-2', 'r3', 60_000]))).toBeGreaterThan(0);
+    expect(Number(await acquire.run(raw, keys, acquireArgs('owner-2', 'r3')))).toBeGreaterThan(0);
   });
 
   it('a resent release returns its first answer instead of "not held"', async () => {
@@ -39,10 +46,10 @@ describe.each(ENGINES())('reentrant lock scripts ($name)', (engine: ContractEngi
     const acquire = LuaScript.named('reentrant-acquire');
     const release = LuaScript.named('reentrant-release');
     const key = 'lock:{resent-release}';
-    const keys = (requestId: string) => [key, `${key}:channel`, `${key}:rq:${requestId}`];
-    const args = ['owner-1', 10_000, 'publish', 'one', ''];
-    await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-1', 'a1', 60_000]);
-    await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-1', 'a2', 60_000]);
+    const keys = (requestId: string) => releaseKeys(key, requestId);
+    const args = releaseArgs('owner-1', '');
+    await acquire.run(raw, acquireKeys(key), acquireArgs('owner-1', 'a1'));
+    await acquire.run(raw, acquireKeys(key), acquireArgs('owner-1', 'a2'));
     expect(await release.run(raw, keys('x1'), args)).toBe(0);
     expect(await release.run(raw, keys('x1'), args)).toBe(0); // resend: not applied twice
     expect(await raw.hget(key, 'owner-1')).toBe('1');
@@ -57,12 +64,11 @@ describe.each(ENGINES())('reentrant lock scripts ($name)', (engine: ContractEngi
     const acquire = LuaScript.named('reentrant-acquire');
     const release = LuaScript.named('reentrant-release');
     const key = 'lock:{abandoned}';
-    const keys = (requestId: string) => [key, `${key}:channel`, `${key}:rq:${requestId}`];
-    const undo = (record: string, grantedBy: string) => release.run(raw, keys(record), ['owner-1', 10_000, 'publish', 'one', grantedBy]);
-    await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-1', 'a1', 60_000]);
+    const undo = (record: string, grantedBy: string) => release.run(raw, releaseKeys(key, record), releaseArgs('owner-1', grantedBy));
+    await acquire.run(raw, acquireKeys(key), acquireArgs('owner-1', 'a1'));
     expect(await undo('u1', 'a0')).toBeNull(); // a0 granted nothing: the hold of a1 stays
     expect(await raw.hget(key, 'owner-1')).toBe('1');
-    await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-1', 'a2', 60_000]); // a late re-entry
+    await acquire.run(raw, acquireKeys(key), acquireArgs('owner-1', 'a2')); // a late re-entry
     expect(await undo('u2', 'a2')).toBe(0); // undone: back to the one hold of a1
     expect(await undo('u3', 'a2')).toBeNull(); // and only once
     expect(await raw.hget(key, 'owner-1')).toBe('1');
@@ -74,7 +80,7 @@ describe.each(ENGINES())('reentrant lock scripts ($name)', (engine: ContractEngi
     const key = 'lock:{fenced}';
     const tokens: number[] = [];
     for (let i = 0; i < 20; i++) {
-      const [token] = (await acquire.run(raw, [key, `${key}:fence`], [10_000, `owner-${i}`, 'r', 60_000])) as [number];
+      const [token] = (await acquire.run(raw, acquireKeys(key), acquireArgs(`owner-${i}`, 'r'))) as [number];
       tokens.push(token);
       await raw.del(key);
       if (i === 10) await raw.del(`${key}:fence`); // as if idle past the fence memory
@@ -83,7 +89,7 @@ describe.each(ENGINES())('reentrant lock scripts ($name)', (engine: ContractEngi
     expect(tokens.every(Number.isSafeInteger)).toBe(true);
     // A fence above the clock (a clock that stepped back) is still respected.
     await raw.set(`${key}:fence`, String(tokens[19] + 1_000_000_000));
-    const [next] = (await acquire.run(raw, [key, `${key}:fence`], [10_000, 'owner-x', 'r', 60_000])) as [number];
+    const [next] = (await acquire.run(raw, acquireKeys(key), acquireArgs('owner-x', 'r'))) as [number];
     expect(next).toBe(tokens[19] + 1_000_000_001);
   });
 

@@ -46,11 +46,14 @@ export class LockInspector {
   /** A reentrant or fair lock (they share the hash); `kind` is what the asking service calls it. */
   async inspectLock(name: string, kind: 'reentrant' | 'fair'): Promise<LockInfo> {
     const lockKey = this.engine.keys.lock(name);
-    const keys = [lockKey, LockKeys.fairLine(lockKey), LockKeys.fairDeadlines(lockKey)];
+    const keys = [lockKey, LockKeys.line(lockKey), LockKeys.lineDeadlines(lockKey)];
     const reply = (await this.engine.call(name, (ticket) =>
       scripts.lock.run(this.engine.client, keys, [this.instancePrefixForScripts()], ticket),
     )) as [number, string | null, string[], string[], unknown[]];
-    const [ttl, fence, holderFields, waiterIds, instanceFields] = reply;
+    const [ttl, fence, holderFields, lineEntries, instanceFields] = reply;
+    // A line entry is '<owner id> <request id> <lease> <p|f>' (an older version's: the owner id alone).
+    const waiterIds = lineEntries.map((entry) => entry.split(' ')[0]);
+    const fairWaiters = lineEntries.some((entry) => !entry.includes(' ') || entry.endsWith(' f'));
     const instances = await this.instances(instanceFields, [...pairs(holderFields).map(([owner]) => owner), ...waiterIds], name);
     const holders: LockHolderInfo[] = pairs(holderFields).map(([ownerId, count]) =>
       withInstance({ ownerId, holdCount: Number(count) }, instances),
@@ -58,7 +61,7 @@ export class LockInspector {
     const locked = holders.length > 0 && Number(ttl) !== -2;
     const info: LockInfo = {
       name,
-      kind: kind === 'reentrant' && waiterIds.length > 0 ? 'fair' : kind,
+      kind: kind === 'reentrant' && fairWaiters ? 'fair' : kind,
       locked,
       ttl: Number(ttl),
       ...(locked && fence != null ? { fencingToken: Number(fence) } : {}),

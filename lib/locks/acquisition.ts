@@ -2,7 +2,7 @@ import { LockError, LockShutdownError, LockUnavailableError } from '../errors';
 import { NOT_CONNECTED, REPLICAS_NOT_SYNCED } from '../lock.messages';
 import { boundedCall, type CallTicket } from '../redis/bounded-call';
 import { waitForReplicas } from '../redis/replica-sync';
-import type { Sleeper, Waiter } from '../redis/waiter';
+import type { HandedGrant, Sleeper, Waiter } from '../redis/waiter';
 import { reasonAsError, type Cancellation } from '../runtime/cancellation';
 import type { LockEngine } from '../runtime/lock-engine';
 import { isDown } from '../redis/redis-client';
@@ -18,6 +18,11 @@ import type { LockOptions } from './lock';
 export interface Grant {
   readonly fencingToken: number | undefined;
   readonly leaseStartedAt?: number;
+  /**
+   * The lease the grant began with, when shorter than the one asked for: a lock a release handed to
+   * this waiter (its holder makes it the full lease once it hears of it).
+   */
+  readonly grantedLeaseMs?: number;
 }
 
 /**
@@ -58,6 +63,12 @@ export interface Contender<R> {
   readonly waitChannel: string;
   readonly waiterId?: string;
   /**
+   * This acquisition's entry in the lock's line in Redis, for a kind whose releases hand the lock to
+   * the first waiter in line (its id on the channel too: the grant message names it). Undefined: the
+   * kind has no such line.
+   */
+  lineEntry?(requestId: string, leaseMs: number): string;
+  /**
    * True when a release message wakes this contender: once seated it tries again as soon as it is
    * subscribed (a release may have come before the subscription). False: it only sleeps and retries.
    */
@@ -91,7 +102,7 @@ export interface Contender<R> {
    * what an attempt with an unknown outcome may have granted (`requestId`). Resolves when what must
    * be waited for is done (nothing: `undefined`).
    */
-  abandon(requestId: string, joinedLine: boolean, outcomeUnknown: boolean): Promise<unknown> | undefined;
+  abandon(requestId: string, joinedLine: boolean, outcomeUnknown: boolean, lineEntry?: string): Promise<unknown> | undefined;
 }
 
 /**
@@ -134,6 +145,13 @@ export class Acquisition<R> implements Sleeper {
   private busyWithoutTtl = 0;
   /** When the latest attempt was sent (monotonic ms): a grant's lease runs from then. */
   private sentAt = 0;
+  /**
+   * When the latest attempt that found the lock busy was sent: it reached Redis before any grant a
+   * release hands to this waiter later, so that grant's lease began after it.
+   */
+  private busySentAt = 0;
+  /** This acquisition's entry in the lock's line (the id a hand-over names), for kinds with one. */
+  private readonly lineEntry: string | undefined;
   /** Whether wake messages can be counted on (a contender that is not woken by them never needs any). */
   private subscribed: boolean;
   /** A newcomer queued behind this process's waiters: its first round makes no attempt. */
@@ -159,6 +177,7 @@ export class Acquisition<R> implements Sleeper {
     this.deadline = monotonicNow() + waitMs;
     this.subscribed = !contender.wakesOnRelease;
     this.requestId = contender.engine.ids.nextRequest();
+    this.lineEntry = waitMs > 0 ? contender.lineEntry?.(this.requestId, leaseMs) : undefined;
     this.queued = waitMs > 0 && contender.queuesFirst();
     this.settled = new Promise<R>((resolve, reject) => {
       this.resolve = resolve;
@@ -225,7 +244,7 @@ export class Acquisition<R> implements Sleeper {
     const { room, waitChannel, waiterId, wakesOnRelease } = this.contender;
     let waiter: Waiter;
     try {
-      waiter = room.seat(waitChannel, waiterId);
+      waiter = room.seat(waitChannel, this.lineEntry ?? waiterId);
     } catch (error) {
       return this.end(true, error);
     }
@@ -246,6 +265,8 @@ export class Acquisition<R> implements Sleeper {
    */
   private round(): void {
     const waiter = this.waiter as Waiter;
+    const handed = waiter.takeGrant();
+    if (handed) return this.handedOver(handed);
     const { room, engine, wakesOnRelease } = this.contender;
     const subscribing = wakesOnRelease
       ? room.subscribed(waiter, Math.min(engine.options.commandTimeout, this.deadline - monotonicNow()))
@@ -267,6 +288,9 @@ export class Acquisition<R> implements Sleeper {
   private afterAttempt(outcome: AttemptOutcome): void {
     if (isGrant(outcome)) return this.granted(outcome);
     if (!this.missed(outcome)) return;
+    // A release may have handed the lock over while this attempt was out: take it.
+    const handed = (this.waiter as Waiter).takeGrant();
+    if (handed) return this.handedOver(handed);
     if (this.deadline - monotonicNow() <= 0) return this.endWithoutLock();
     this.sleep();
   }
@@ -283,6 +307,7 @@ export class Acquisition<R> implements Sleeper {
     } else {
       this.failures = 0;
       this.busyWithoutTtl = outcome < 0 ? this.busyWithoutTtl + 1 : 0;
+      this.busySentAt = this.sentAt;
     }
     const { cancellation } = this;
     if (!cancellation?.cancelled) return true;
@@ -304,6 +329,27 @@ export class Acquisition<R> implements Sleeper {
     if (!this.subscribed) sleepMs = Math.min(sleepMs, backOffMs(Math.max(failures, 1)));
     const remaining = this.deadline - monotonicNow();
     (this.waiter as Waiter).sleepThen(Math.max(1, Math.min(sleepMs, remaining, this.contender.maxSleepMs)), this);
+  }
+
+  /**
+   * A release handed the lock to this waiter. Its lease began, at the earliest, the server-counted
+   * time after this waiter's last busy attempt reached Redis, so from `busySentAt` plus that time
+   * on this process's clock (a stalled process that hears of it late finds it over, and gives it
+   * back). The grant's short lease becomes the full one when the holder confirms it (`held`).
+   */
+  private handedOver(handed: HandedGrant): void {
+    if (this.ended) return;
+    if (this.busySentAt === 0) {
+      // No busy attempt to count from (cannot happen: a waiter joins the line with one). Not trusted.
+      this.outcome = 1;
+      return this.sleep();
+    }
+    const leaseMs = Math.min(handed.grantLeaseMs, this.leaseMs);
+    this.granted({
+      fencingToken: handed.fencingToken,
+      leaseStartedAt: this.busySentAt + handed.sinceLastAttemptMs,
+      grantedLeaseMs: leaseMs < this.leaseMs ? leaseMs : undefined,
+    });
   }
 
   /**
@@ -339,7 +385,7 @@ export class Acquisition<R> implements Sleeper {
     let refusal: unknown;
     if (cancellation?.cancelled) refusal = cancellation.reason;
     else if (contender.engine.shuttingDown) refusal = new LockShutdownError(contender.name);
-    else if (monotonicNow() >= sentAt + this.leaseMs - leaseDriftMs(this.leaseMs)) {
+    else if (monotonicNow() >= sentAt + (grant.grantedLeaseMs ?? this.leaseMs) - leaseDriftMs(this.leaseMs)) {
       this.acquired = false;
       const retry = (): void => {
         if (!this.missed(0)) return;
@@ -405,7 +451,7 @@ export class Acquisition<R> implements Sleeper {
     if (acquired) return settle();
     const unreachable = this.outcome instanceof LockUnavailableError;
     // Any attempt with a wait may have joined a Redis line (fair lock, semaphore), seated or not.
-    const cleaning = contender.abandon(this.requestId, this.waitMs > 0, this.outcomeUnknown);
+    const cleaning = contender.abandon(this.requestId, this.waitMs > 0, this.outcomeUnknown, this.lineEntry);
     if (cleaning && !unreachable) cleaning.then(settle, settle);
     else settle();
   }

@@ -7,7 +7,7 @@ import { cancellable, type Cancellation } from '../runtime/cancellation';
 import { observeAcquire, type LockKind } from '../metrics/lock-telemetry';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { LockNotHeldError } from '../errors';
-import { LOCK_LOST, LOST_RELEASE_FOUND_GONE } from '../lock.messages';
+import { LOCK_LOST, LOST_HANDED_OVER_GONE, LOST_RELEASE_FOUND_GONE } from '../lock.messages';
 import { monotonicNow } from '../runtime/monotonic-clock';
 import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import { heldEntriesOf, runContextOf } from './owned-lock';
@@ -174,10 +174,10 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     schedule();
   }
 
-  private lostOnRelease(hold: HeldLock): void {
+  private lostOnRelease(hold: HeldLock, reason = LOST_RELEASE_FOUND_GONE): void {
     this.engine.holds.forget(hold);
-    hold.lose(LOST_RELEASE_FOUND_GONE);
-    this.engine.logger.warn(LOCK_LOST(this.name, LOST_RELEASE_FOUND_GONE));
+    hold.lose(reason);
+    this.engine.logger.warn(LOCK_LOST(this.name, reason));
   }
 
   async forceUnlock(): Promise<boolean> {
@@ -311,9 +311,28 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
       renewal: leaseTime === undefined ? { client: this.engine.client, call: this.renewalCall(leaseMs) } : undefined,
       releaseOne: () => this.releaseAnyHold(),
       telemetry: this.engine.telemetry?.holdTelemetry(this.kind, this.name, options),
+      grantedLeaseMs: grant.grantedLeaseMs,
     };
-    this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
+    const hold = this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
+    if (grant.grantedLeaseMs !== undefined) this.confirmHandOver(hold, leaseMs);
     return true;
+  }
+
+  /**
+   * A lock a release handed over starts with a short lease (a waiter that died before hearing of
+   * it blocks nobody long): the new holder makes it its full lease at once, in the background (the
+   * body already runs on the short one). When Redis says the hold is gone (the short lease ran out
+   * first), the hold is lost: its signal aborts. No answer: the watchdog's rounds, or the short
+   * lease's end, decide.
+   */
+  private confirmHandOver(hold: HeldLock, leaseMs: number): void {
+    const { engine } = this;
+    const { script, keys, args } = this.renewalCall(leaseMs);
+    const sentAt = monotonicNow();
+    engine.call(this.name, (ticket) => script.run(engine.client, keys, args, ticket)).then((renewed) => {
+      if (renewed === 1) engine.holds.rearmed(hold, sentAt, leaseMs);
+      else if (engine.holds.isCurrent(hold)) this.lostOnRelease(hold, LOST_HANDED_OVER_GONE);
+    }, ignore);
   }
 
   /** @internal A grant nobody will use: give this owner's new hold back at once. */
@@ -323,13 +342,15 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   }
 
   /**
-   * @internal A wait that ends without the lock: a fair waiter leaves its line (waited for). When an
-   * attempt's outcome is unknown, the release that only undoes a grant made by `requestId` goes out
-   * on the same connection, after the attempts, so it runs after them whenever Redis gets to them.
+   * @internal A wait that ends without the lock: a waiter leaves its line (waited for), which also
+   * gives back a lock a release handed to it meanwhile. Otherwise, when an attempt's outcome is
+   * unknown, the release that only undoes a grant made by `requestId` goes out on the same
+   * connection, after the attempts, so it runs after them whenever Redis gets to them.
    */
-  abandon(requestId: string, joinedLine: boolean, outcomeUnknown: boolean): Promise<unknown> | undefined {
+  abandon(requestId: string, joinedLine: boolean, outcomeUnknown: boolean, lineEntry?: string): Promise<unknown> | undefined {
     const { engine } = this;
-    const leaving = joinedLine ? this.leaveLine() : undefined;
+    const leaving = joinedLine && lineEntry !== undefined ? this.leaveLine(requestId, lineEntry) : undefined;
+    if (leaving) return leaving;
     if (outcomeUnknown) {
       const releaseId = engine.ids.nextRequest();
       void engine.call(this.name, () => this.releaseOne(releaseId, requestId)).catch(ignore);
@@ -337,8 +358,11 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     return leaving;
   }
 
-  /** Leaves a Redis line of waiters, for a kind that has one (a fair lock); bounded, never rejects. */
-  protected leaveLine(): Promise<unknown> | undefined {
+  /**
+   * Leaves a Redis line of waiters (entry `lineEntry`), giving back a grant made to `requestId`, for
+   * a kind that has one; bounded, never rejects.
+   */
+  protected leaveLine(_requestId: string, _lineEntry: string): Promise<unknown> | undefined {
     return undefined;
   }
 }

@@ -1,41 +1,97 @@
 import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
-import type { ScriptCall } from '../redis/lua-script';
+import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
 import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lock';
 
-/** The reentrant lock: a hash of owner -> hold count whose TTL is the lease (docs/architecture.md#reentrant-lock). */
-export class ReentrantLock extends BaseLock {
-  readonly kind = 'reentrant';
+const lineScripts = {
+  leave: LuaScript.named('line-leave'),
+  forceRelease: LuaScript.named('lock-force-release'),
+};
 
-  // The release's channel key, made once per lock object. (The acquire keys are not kept: a lock
-  // object that waits would carry them all along, and 20,000 waiters add up.)
-  private channelKey: string | undefined;
+/**
+ * The reentrant lock: a hash of owner -> hold count whose TTL is the lease, and a line of waiters in
+ * Redis while anyone waits (docs/architecture.md#reentrant-lock). A waiter joins the line with its
+ * first missed attempt; a release hands the lock to the first live waiter inside the releasing
+ * script and names it in the message, so the waiter holds the lock when it wakes (one trip) and a
+ * holder that asks again at once queues behind it. Without waiters nothing of the line exists and an
+ * attempt is the plain one.
+ */
+export class ReentrantLock extends BaseLock {
+  readonly kind: 'reentrant' | 'fair' = 'reentrant';
+
+  // The line's keys, made once per lock object. (Only those: a lock object that waits carries them
+  // all along, and 20,000 waiters add up.)
+  private lineKeysOfLock: [string, string, string, string] | undefined;
+
+  protected get lineKeys(): [string, string, string, string] {
+    return (this.lineKeysOfLock ??= LockKeys.lineKeys(this.lockKey));
+  }
+
+  /** @internal This acquisition's entry in the line: the release that hands the lock over names it. */
+  lineEntry(requestId: string, leaseMs: number): string {
+    return `${this.ownerId} ${requestId} ${leaseMs} ${this.waiterKind}`;
+  }
+
+  /** How a waiter is woken: 'p' on the lock's channel, 'f' on a channel of its own (a fair lock). */
+  protected get waiterKind(): 'p' | 'f' {
+    return 'p';
+  }
 
   // Plain promise chains rather than async functions: one promise and one frame less per call.
-  protected acquireScript(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
-    const { scripts, client, fenceMemoryMs } = this.engine;
+  protected acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
+    const { scripts, client, fenceMemoryMs, publishCommand, options } = this.engine;
     return scripts.reentrantAcquire.run(
       client,
-      [this.lockKey, LockKeys.fence(this.lockKey)],
-      [leaseMs, this.ownerId, requestId, fenceMemoryMs],
+      [this.lockKey, ...this.lineKeys],
+      [
+        leaseMs,
+        this.ownerId,
+        requestId,
+        fenceMemoryMs,
+        joinLine ? this.lineEntry(requestId, leaseMs) : '',
+        options.fairLockWaiterTimeout,
+        publishCommand,
+        WAKE_ONE,
+      ],
       ticket,
       attemptResult,
     );
   }
 
   protected releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ReleaseResult> {
-    const { scripts, client, publishCommand } = this.engine;
-    this.channelKey ??= LockKeys.channel(this.lockKey);
+    const { scripts, client, publishCommand, fenceMemoryMs, options } = this.engine;
     return scripts.reentrantRelease.run(
       client,
-      [this.lockKey, this.channelKey, LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`)],
-      [this.ownerId, this.engine.releaseRecordTtlMs, publishCommand, WAKE_ONE, grantedBy],
+      [this.lockKey, LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`), ...this.lineKeys],
+      [this.ownerId, this.engine.releaseRecordTtlMs, publishCommand, WAKE_ONE, grantedBy, options.fairLockWaiterTimeout, fenceMemoryMs],
       ticket,
     ) as Promise<ReleaseResult>;
   }
 
   protected renewalCall(leaseMs: number, exact = false): ScriptCall {
     return { script: this.engine.scripts.reentrantRenew, keys: [this.lockKey], args: [leaseMs, this.ownerId, exact ? 0 : 1] };
+  }
+
+  /** The line in Redis orders every waiter, this process's too: a newcomer never queues locally. */
+  protected override queuesBehindLocalWaiters(): boolean {
+    return false;
+  }
+
+  /**
+   * A waiter that gives up leaves the line, and gives back in the same script a lock a release
+   * handed to it meanwhile (its message may not have arrived): the next waiter gets it.
+   */
+  protected override leaveLine(requestId: string, entry: string): Promise<unknown> {
+    const { client, publishCommand, fenceMemoryMs, options } = this.engine;
+    const args = [entry, this.ownerId, requestId, publishCommand, WAKE_ONE, options.fairLockWaiterTimeout, fenceMemoryMs];
+    return this.engine.call(this.name, (ticket) => lineScripts.leave.run(client, [this.lockKey, ...this.lineKeys], args, ticket)).catch(() => undefined);
+  }
+
+  override async forceUnlock(): Promise<boolean> {
+    const { client, publishCommand, fenceMemoryMs, options, wakeMessageOnForceUnlock } = this.engine;
+    const args = [publishCommand, wakeMessageOnForceUnlock, options.fairLockWaiterTimeout, fenceMemoryMs];
+    const keys = [this.lockKey, ...this.lineKeys];
+    return (await this.engine.call(this.name, (ticket) => lineScripts.forceRelease.run(client, keys, args, ticket))) === 1;
   }
 }

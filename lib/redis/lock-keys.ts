@@ -62,14 +62,24 @@ export class LockKeys {
     return `${lockKey}:channel`;
   }
 
-  /** A fair lock's waiting line (list of owner ids, first come first). */
-  static fairLine(lockKey: string): string {
+  /** A lock's waiting line (list of waiter entries, first come first), while anyone waits. */
+  static line(lockKey: string): string {
     return `${lockKey}:line`;
   }
 
-  /** A fair lock's waiter deadlines (sorted set owner id -> deadline on the server clock). */
-  static fairDeadlines(lockKey: string): string {
+  /** The deadlines of a lock's waiters (sorted set entry -> deadline on the server clock). */
+  static lineDeadlines(lockKey: string): string {
     return `${lockKey}:deadlines`;
+  }
+
+  /** When each of a lock's waiters last attempted (hash entry -> ms on the server clock). */
+  static lineSeen(lockKey: string): string {
+    return `${lockKey}:seen`;
+  }
+
+  /** The keys of a lock and its line, in the order its scripts take them after the lock's own. */
+  static lineKeys(lockKey: string): [string, string, string, string] {
+    return [LockKeys.line(lockKey), LockKeys.lineDeadlines(lockKey), LockKeys.lineSeen(lockKey), LockKeys.fence(lockKey)];
   }
 
   /** The channel on which a fair lock wakes one waiter: the lock's channel plus the waiter's owner id. */

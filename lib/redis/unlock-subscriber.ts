@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { CHANNEL_COMMAND, CONNECTION_ERROR_DEBUG, SUBSCRIBE_FAILED, SUBSCRIBER_CLOSED } from '../lock.messages';
 import { isCluster, type RedisClient } from './redis-client';
-import { Waiter } from './waiter';
+import { Waiter, type HandedGrant } from './waiter';
 
 /** Payload of an unlock message: how many local waiters the release can admit. */
 export const WAKE_ONE = 'one';
@@ -12,6 +12,22 @@ export type UnlockMessage = typeof WAKE_ONE | typeof WAKE_ALL;
  * process they wait: a semaphore's release wakes exactly the waiters its freed permits admit.
  */
 export const WAKE_IDS = 'ids:';
+/**
+ * Prefix of a message that hands a lock to one waiter: `grant:<waiter id> <token> <ms since its last
+ * attempt> <grant lease ms>` (the waiter id may have spaces: the last three fields are numbers).
+ */
+export const GRANT = 'grant:';
+
+/** Reads a `GRANT` message: the waiter it names and what it was handed. */
+export function parseGrant(message: string): { waiterId: string; grant: HandedGrant } | undefined {
+  const fields = message.slice(GRANT.length).split(' ');
+  if (fields.length < 4) return undefined;
+  const [token, since, lease] = fields.splice(-3).map(Number);
+  return {
+    waiterId: fields.join(' '),
+    grant: { fencingToken: token || undefined, sinceLastAttemptMs: since, grantLeaseMs: lease },
+  };
+}
 
 /** The seats of a channel, longest-waiting first (a snapshot: waking may make seats leave). */
 function seatsOf(seats: ChannelSeats): Waiter[] {
@@ -29,6 +45,11 @@ interface ChannelSeats {
   active: boolean;
   /** The subscription in progress: true when it took, false when it failed (the next ask retries). */
   pending: Promise<boolean> | undefined;
+  /**
+   * Armed by a hand-over to a waiter elsewhere: when its short grant lease ends, one seat here
+   * retries, in case that waiter died before confirming it (the lock is then free with nobody told).
+   */
+  handOverCheck: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -58,6 +79,16 @@ export class UnlockSubscriber {
     connection.on('error', (error: Error) => this.logger.debug?.(CONNECTION_ERROR_DEBUG('subscriber', error.message)));
     // Back from a disconnection, unlock messages may have been missed (or Redis restarted empty):
     // every waiter retries now instead of sleeping out its lock's TTL.
+    // Resubscribe, then check: a channel counts as subscribed again only once a SUBSCRIBE after the
+    // reconnect was confirmed, and each waiter's next round (every waiter is woken) waits for that
+    // before it asks Redis, so a grant or release made while the connection was down is found by
+    // that attempt, and one made after it arrives as a message.
+    connection.on('close', () => {
+      for (const seats of this.channels.values()) {
+        seats.active = false;
+        seats.pending = undefined;
+      }
+    });
     connection.on('ready', () => {
       this.unsubscribeLeftovers();
       this.wakeAll();
@@ -108,7 +139,7 @@ export class UnlockSubscriber {
     const waiter = new Waiter(channel, id);
     let seats = this.channels.get(channel);
     if (!seats) {
-      seats = { head: undefined, tail: undefined, count: 0, active: false, pending: undefined };
+      seats = { head: undefined, tail: undefined, count: 0, active: false, pending: undefined, handOverCheck: undefined };
       this.channels.set(channel, seats);
       this.startSubscription(channel, seats);
     }
@@ -163,6 +194,7 @@ export class UnlockSubscriber {
     seats.count -= 1;
     if (waiter.pendingWake || (!acquired && first)) this.wakeOne(seats);
     if (seats.count === 0) {
+      clearTimeout(seats.handOverCheck);
       this.channels.delete(waiter.channel);
       if (!this.closedWith) this.unsubscribe(waiter.channel);
     }
@@ -171,7 +203,10 @@ export class UnlockSubscriber {
   /** Rejects every wait in progress; later joins fail with the same error. */
   close(error: Error): void {
     this.closedWith = error;
-    for (const seats of this.channels.values()) for (const waiter of seatsOf(seats)) waiter.cancel(error);
+    for (const seats of this.channels.values()) {
+      clearTimeout(seats.handOverCheck);
+      for (const waiter of seatsOf(seats)) waiter.cancel(error);
+    }
     this.channels.clear();
   }
 
@@ -200,8 +235,27 @@ export class UnlockSubscriber {
     const seats = this.channels.get(channel);
     if (!seats) return;
     if (message === WAKE_ALL) for (const waiter of seatsOf(seats)) waiter.wake();
+    else if (message.startsWith(GRANT)) this.handOver(seats, message);
     else if (message.startsWith(WAKE_IDS)) this.wakeNamed(seats, message.slice(WAKE_IDS.length).split(' '));
     else this.wakeOne(seats);
+  }
+
+  /** Gives a lock a release handed over to the waiter it names, if that waiter waits here. */
+  private handOver(seats: ChannelSeats, message: string): void {
+    const handed = parseGrant(message);
+    if (!handed) return;
+    for (let waiter = seats.head; waiter; waiter = waiter.next) {
+      if (waiter.id === handed.waiterId) return waiter.handOver(handed.grant);
+    }
+    // Handed to a waiter elsewhere: the waiters here sleep until the lock's TTL, which a new holder
+    // that died before confirming never renews. One of them retries when the grant lease ends; a
+    // confirmed holder answers with its TTL, a dead one's lock goes to the next in line.
+    clearTimeout(seats.handOverCheck);
+    seats.handOverCheck = setTimeout(() => {
+      seats.handOverCheck = undefined;
+      this.wakeOne(seats);
+    }, handed.grant.grantLeaseMs + 1);
+    seats.handOverCheck.unref?.();
   }
 
   /** Wakes the local waiters among `ids` (the others wait in other processes). */

@@ -1,6 +1,17 @@
 import { monotonicNow } from '../runtime/monotonic-clock';
 import { sleepDeadlines } from './sleep-deadlines';
 
+/**
+ * A lock handed to a waiter by a release (the releasing script granted it and named the waiter):
+ * its fencing token, how long after the waiter's last attempt reached Redis the grant was made, and
+ * the lease the grant began with (all as the server counted them).
+ */
+export interface HandedGrant {
+  readonly fencingToken: number | undefined;
+  readonly sinceLastAttemptMs: number;
+  readonly grantLeaseMs: number;
+}
+
 /** Told how a waiter's sleep ended (see `Waiter.sleepThen`). */
 export interface Sleeper {
   /** Woken by a release, or the sleep's time is up. */
@@ -16,6 +27,8 @@ export interface Sleeper {
  */
 export class Waiter {
   pendingWake = false;
+  /** A grant a release handed to this waiter, until the acquisition takes it (see `takeGrant`). */
+  private handed: HandedGrant | undefined = undefined;
   /** The seats of one channel are a doubly linked list: leaving is O(1) with any number of waiters. */
   prev: Waiter | undefined = undefined;
   next: Waiter | undefined = undefined;
@@ -80,6 +93,19 @@ export class Waiter {
       this.timer = setTimeout(() => done(fallback), ms);
       work.then(done, () => done(fallback));
     });
+  }
+
+  /** A release handed the lock to this waiter: kept for its acquisition, which is woken to take it. */
+  handOver(grant: HandedGrant): void {
+    this.handed = grant;
+    this.wake();
+  }
+
+  /** The grant a release handed to this waiter, once (undefined when none came). */
+  takeGrant(): HandedGrant | undefined {
+    const grant = this.handed;
+    this.handed = undefined;
+    return grant;
   }
 
   wake(): void {

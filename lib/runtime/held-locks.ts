@@ -29,6 +29,11 @@ export interface HoldTerms {
    * when the reply was handled (a GC pause or a slow network between the two eats into it).
    */
   readonly grantSentAt: number;
+  /**
+   * The lease the grant itself began with when it is shorter than `leaseMs`: a lock handed over by
+   * a release starts with a short lease, made `leaseMs` once the new holder confirms it.
+   */
+  readonly grantedLeaseMs?: number;
   /** The acquisition's fencing token (none for a read lock). */
   readonly fencingToken?: number;
   /** Present when the watchdog keeps the lock alive (no `leaseTime`). */
@@ -148,7 +153,7 @@ export class HeldLock {
     this.leaseMs = terms.leaseMs;
     // A write hold taken by an owner that already reads (its read hold has no token) brings one.
     this.fencingToken ??= terms.fencingToken;
-    this.extendLease(terms.grantSentAt, terms.leaseMs);
+    this.extendLease(terms.grantSentAt, terms.grantedLeaseMs ?? terms.leaseMs);
   }
 
   /** @internal One hold less, the innermost; returns true when none remain. */

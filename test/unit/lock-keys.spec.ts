@@ -83,8 +83,8 @@ describe('LockKeys', () => {
     expect(lockKey).toBe('lock:{order:7}');
     const all = [
       LockKeys.channel(lockKey),
-      LockKeys.fairLine(lockKey),
-      LockKeys.fairDeadlines(lockKey),
+      LockKeys.line(lockKey),
+      LockKeys.lineDeadlines(lockKey),
       LockKeys.waiterChannel(lockKey, 'owner-1'),
       LockKeys.fence(lockKey),
       LockKeys.releaseRecord(lockKey, 'req-1'),

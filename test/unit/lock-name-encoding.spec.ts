@@ -24,8 +24,8 @@ function allKeysOf(name: string): Array<{ kind: string; role: string; key: strin
     ...of('lock', {
       main: lockKey,
       channel: LockKeys.channel(lockKey),
-      line: LockKeys.fairLine(lockKey),
-      deadlines: LockKeys.fairDeadlines(lockKey),
+      line: LockKeys.line(lockKey),
+      deadlines: LockKeys.lineDeadlines(lockKey),
       fence: LockKeys.fence(lockKey),
       waiterChannel: LockKeys.waiterChannel(lockKey, OWNER),
       releaseRecord: LockKeys.releaseRecord(lockKey, `${OWNER}:9`),

@@ -1,0 +1,41 @@
+-- The lock is free (just released, or its holder's lease ran out): hand it to the first live waiter
+-- in line, inside this script, and tell that waiter it holds it. Nobody else can take it between
+-- the release and the waiter's wake-up, so a holder that releases and asks again in a loop cannot
+-- starve a waiter in another process, and the hand-off costs one trip (release -> Redis -> waiter).
+-- The grant's lease is short (the waiter's own lease, at most the waiter timeout): a waiter that
+-- died before its wake-up blocks the others no longer than that; the waiter makes it its full lease
+-- once it hears of the grant. With nobody in line, the lock's channel wakes whoever waits there.
+-- Expects  lockKey, lineKey, deadlinesKey, seenKey, fenceKey, fenceMemoryMs, publishCommand,
+--          unlockMessage, grantCapMs (the waiter timeout)
+-- Defines  time, now (server clock), grantedTo (the entry now holding the lock, or false)
+
+-- #include server-clock
+-- #include line-drop-expired
+local grantedTo = false
+local channel = lockKey .. ':channel'
+local entry = redis.call('lindex', lineKey, 0)
+if entry then
+  -- #include line-entry
+  if entryOwner then
+    redis.call('lpop', lineKey)
+    redis.call('zrem', deadlinesKey, entry)
+    local seenAt = tonumber(redis.call('hget', seenKey, entry))
+    redis.call('hdel', seenKey, entry)
+    local grantMs = math.min(tonumber(entryLease), tonumber(grantCapMs))
+    -- #include fence-token
+    redis.call('hset', lockKey, entryOwner, 1, entryOwner .. ':rq', entryRequest, 'fence', tokenText)
+    redis.call('pexpire', lockKey, grantMs)
+    -- How long after the waiter's last attempt (as this server saw it) the grant came: the waiter
+    -- adds it to when it sent that attempt, a lower bound of when the grant's lease began.
+    local sinceSeen = seenAt and math.max(0, now - seenAt) or grantMs
+    local waiterChannel = entryKind == 'f' and (channel .. ':' .. entryOwner) or channel
+    redis.call(publishCommand, waiterChannel, 'grant:' .. entry .. ' ' .. tokenText .. ' ' .. sinceSeen .. ' ' .. grantMs)
+    grantedTo = entry
+  else
+    -- A waiter of an older version: woken on its own channel, it tries by itself.
+    redis.call(publishCommand, channel .. ':' .. entry, unlockMessage)
+  end
+else
+  redis.call(publishCommand, channel, unlockMessage)
+end
+-- #include line-rearm

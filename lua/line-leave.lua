@@ -1,0 +1,47 @@
+-- A waiter gives up (its wait ran out, it was cancelled, the module shuts down): it leaves the line,
+-- and gives back the lock if it was handed to it meanwhile (the grant's message may still be on its
+-- way, or was never heard); a free lock then goes to the next waiter.
+-- KEYS[1]  lock hash, KEYS[2] waiting line, KEYS[3] waiter deadlines, KEYS[4] waiters' last
+--          attempts, KEYS[5] fence (see reentrant-acquire.lua)
+-- ARGV[1]  the waiter's line entry
+-- ARGV[2]  its owner id
+-- ARGV[3]  its acquire request id (a grant to it carries this id)
+-- ARGV[4]  publish command: 'publish', or 'spublish' on a cluster
+-- ARGV[5]  unlock message
+-- ARGV[6]  waiter timeout in ms: the longest lease a grant to a waiter starts with
+-- ARGV[7]  how long the fence key outlives its last use, in ms
+-- Returns  1 when the waiter was in line or held a grant, 0 otherwise
+local lockKey = KEYS[1]
+local lineKey = KEYS[2]
+local deadlinesKey = KEYS[3]
+local seenKey = KEYS[4]
+local fenceKey = KEYS[5]
+local myEntry = ARGV[1]
+local ownerId = ARGV[2]
+local requestId = ARGV[3]
+local publishCommand = ARGV[4]
+local unlockMessage = ARGV[5]
+local grantCapMs = ARGV[6]
+local fenceMemoryMs = ARGV[7]
+local requestField = ownerId .. ':rq'
+
+local left = redis.call('lrem', lineKey, 0, myEntry)
+redis.call('zrem', deadlinesKey, myEntry)
+redis.call('hdel', seenKey, myEntry)
+
+-- Handed the lock (the last request applied for this owner is this acquisition's): give it back.
+local granted = redis.call('hget', lockKey, requestField) == requestId
+if granted then
+  redis.call('hdel', lockKey, requestField)
+  if redis.call('hincrby', lockKey, ownerId, -1) <= 0 then
+    redis.call('del', lockKey)
+  end
+end
+
+if redis.call('exists', lockKey) == 0 and redis.call('exists', lineKey) == 1 then
+  -- #include line-grant-head
+elseif redis.call('exists', lineKey) == 1 then
+  -- #include server-clock
+  -- #include line-rearm
+end
+return (left > 0 or granted) and 1 or 0
