@@ -1,0 +1,170 @@
+import type { TestingModule } from '@nestjs/testing';
+import type Redis from 'ioredis';
+import { FairLockService, LockService } from '../../lib';
+import { completion, printed, spawnFixture } from '../support/child-process';
+import { createLockApp, sleep, waitUntil } from '../support/lock-app';
+import { startRedis, TestRedis } from '../support/redis-server';
+
+/** Short, so a dead waiter's grant lease (the waiter timeout at most) is short too. */
+const WAITER_TIMEOUT_MS = 1_000;
+const HOLD_MS = 20;
+
+/**
+ * No waiter starves (docs/architecture.md#hand-off): a release hands the lock to the first waiter in
+ * the Redis line, so a holder that releases and asks again at once, in another module instance or
+ * process, queues behind it. Each scenario failed before the hand-off: the looping holder took every
+ * release (the waiter gave up after 3 s, or two loops split 2 s as 364 rounds against 1).
+ */
+describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', (kind) => {
+  let redis: TestRedis;
+  let raw: Redis;
+  let app: TestingModule;
+  let other: TestingModule; // a second module instance: another process, as far as Redis can tell
+  let seq = 0;
+  const fresh = () => `starve-${kind}-${++seq}`;
+  const locks = (moduleRef: TestingModule) => (kind === 'fair' ? moduleRef.get(FairLockService) : moduleRef.get(LockService));
+
+  /** The witness: bodies inside one lock at once (must never exceed one). */
+  let inside = 0;
+  let overlaps = 0;
+  const body = async (): Promise<void> => {
+    inside += 1;
+    if (inside > 1) overlaps += 1;
+    await sleep(HOLD_MS);
+    inside -= 1;
+  };
+
+  /** Loops on `name` until `stop.done`, counting rounds; `style` 'pair' awaits lock() and unlock(). */
+  async function loop(moduleRef: TestingModule, name: string, stop: { done: boolean }, rounds: { n: number }, style: 'run' | 'pair' = 'run') {
+    while (!stop.done) {
+      if (style === 'run') {
+        await locks(moduleRef).run(name, body, { waitTime: 10_000 });
+      } else {
+        const lock = locks(moduleRef).getLock(name);
+        await lock.lock();
+        try {
+          await body();
+        } finally {
+          await lock.unlock();
+        }
+      }
+      rounds.n += 1;
+    }
+  }
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    raw = redis.client();
+    app = await createLockApp({ redis: redis.url, fairLockWaiterTimeout: WAITER_TIMEOUT_MS });
+    other = await createLockApp({ redis: redis.url, fairLockWaiterTimeout: WAITER_TIMEOUT_MS });
+  });
+  beforeEach(() => {
+    inside = overlaps = 0;
+  });
+  afterAll(async () => {
+    await app?.close();
+    await other?.close();
+    await redis?.stop();
+  });
+
+  it.each(['run', 'pair'] as const)('a holder looping (%s) cannot keep out a waiter of another instance', async (style) => {
+    const name = fresh();
+    const stop = { done: false };
+    const rounds = { n: 0 };
+    const looping = loop(app, name, stop, rounds, style);
+    try {
+      await waitUntil(() => rounds.n >= 3);
+      const askedAt = rounds.n;
+      let enteredAt = -1;
+      await locks(other).run(
+        name,
+        async () => {
+          enteredAt = rounds.n;
+          await body();
+        },
+        { waitTime: 3_000 },
+      );
+      // The waiter got in after at most the round in progress and one more; the looper goes on.
+      expect(enteredAt - askedAt).toBeLessThanOrEqual(2);
+      await waitUntil(() => rounds.n >= enteredAt + 3);
+    } finally {
+      stop.done = true;
+      await looping;
+    }
+    expect(overlaps).toBe(0);
+  });
+
+  it('two instances looping on one lock share it', async () => {
+    const name = fresh();
+    const stop = { done: false };
+    const mine = { n: 0 };
+    const theirs = { n: 0 };
+    const loops = [loop(app, name, stop, mine), loop(other, name, stop, theirs)];
+    await sleep(2_000);
+    stop.done = true;
+    await Promise.all(loops);
+    expect(Math.min(mine.n, theirs.n) / Math.max(mine.n, theirs.n)).toBeGreaterThanOrEqual(0.5);
+    expect(mine.n + theirs.n).toBeGreaterThan(10);
+    expect(overlaps).toBe(0);
+  });
+
+  it('a process looping on the lock lets this one in after a bounded number of its rounds, losing no update', async () => {
+    const name = fresh();
+    const child = spawnFixture('hot-loop', [redis.url, kind, name, 'loop', '6000', String(HOLD_MS)]);
+    const done = completion(child);
+    await printed(child, 'looping');
+    const childRounds = async () => Number(await raw.get(`rounds:${name}:child`));
+    const waited: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const askedAt = await childRounds();
+      await locks(app).run(
+        name,
+        async () => {
+          waited.push((await childRounds()) - askedAt);
+          const value = Number((await raw.get(`counter:${name}`)) ?? 0);
+          await sleep(HOLD_MS);
+          await raw.set(`counter:${name}`, value + 1);
+        },
+        { waitTime: 3_000 },
+      );
+    }
+    const out = await done;
+    const total = Number(/rounds (\d+)/.exec(out)?.[1]);
+    expect(Math.max(...waited)).toBeLessThanOrEqual(2);
+    expect(total).toBeGreaterThan(5); // the looping process kept going
+    expect(Number(await raw.get(`counter:${name}`))).toBe(total + 5); // no lost update
+  }, 30_000);
+
+  it('a waiter handed the lock that dies before hearing of it blocks the next one for at most the grant lease', async () => {
+    const name = fresh();
+    const lockKey = `lock:{${name}}`;
+    const lineLength = () => raw.llen(`${lockKey}:line`);
+    const holder = locks(app).getLock(name);
+    await holder.lock();
+    const child = spawnFixture('hot-loop', [redis.url, kind, name, 'wait', '0', '0']);
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      await printed(child, 'asking');
+      await waitUntil(async () => (await lineLength()) === 1, 20_000);
+      child.kill('SIGSTOP');
+      const next = locks(other).getLock(name);
+      const nextAcquired = next.tryLock({ waitTime: 15_000 });
+      await waitUntil(async () => (await lineLength()) === 2);
+      await holder.unlock();
+      const releasedAt = Date.now();
+      // Handed to the stopped process, inside the release: its owner holds the lock now.
+      const owners = (await raw.hkeys(lockKey)).filter((field) => field !== 'fence' && !field.endsWith(':rq'));
+      expect(owners).toHaveLength(1);
+      expect(owners[0]).not.toBe((next as unknown as { ownerId: string }).ownerId);
+      expect(await raw.pttl(lockKey)).toBeLessThanOrEqual(WAITER_TIMEOUT_MS);
+      child.kill('SIGKILL');
+      expect(await nextAcquired).toBe(true);
+      // The grant lease, plus slack for a loaded machine: not the holder's 30 s lease.
+      expect(Date.now() - releasedAt).toBeLessThan(WAITER_TIMEOUT_MS + 2_000);
+      await next.unlock();
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  }, 40_000);
+});
