@@ -4,6 +4,8 @@ import { FairLockService, LockService } from '../../lib';
 import { completion, printed, spawnFixture } from '../support/child-process';
 import { createLockApp, sleep, waitUntil } from '../support/lock-app';
 import { startRedis, TestRedis } from '../support/redis-server';
+import { kitEngine } from '../support/lock-contract';
+import { describeOnCluster, startRedisCluster } from '../support/redis-cluster';
 
 /** Short, so a dead waiter's grant lease (the waiter timeout at most) is short too. */
 const WAITER_TIMEOUT_MS = 1_000;
@@ -167,4 +169,87 @@ describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', 
       await exited;
     }
   }, 40_000);
+});
+
+/**
+ * The same promise on the testing kit (the same scripts, in process) and on a 3-master cluster
+ * (sharded pub/sub: a grant reaches the waiter on its shard): a looping holder lets a waiter of
+ * another instance in, and two loops share the lock.
+ */
+function describeHandOffBetweenInstances(title: string, start: () => Promise<{ createApp(): Promise<TestingModule>; stop(): Promise<void> }>): void {
+  describe.each(['reentrant', 'fair'] as const)(`no waiter starves (${title}): the %s lock`, (kind) => {
+    let server: { stop(): Promise<void> };
+    let app: TestingModule;
+    let other: TestingModule;
+    let seq = 0;
+    const fresh = () => `starve-${kind}-${++seq}`;
+    const locks = (moduleRef: TestingModule) => (kind === 'fair' ? moduleRef.get(FairLockService) : moduleRef.get(LockService));
+    let inside = 0;
+    let overlaps = 0;
+    const body = async (): Promise<void> => {
+      inside += 1;
+      if (inside > 1) overlaps += 1;
+      await sleep(HOLD_MS);
+      inside -= 1;
+    };
+    const loop = async (moduleRef: TestingModule, name: string, stop: { done: boolean }, rounds: { n: number }) => {
+      while (!stop.done) {
+        await locks(moduleRef).run(name, body, { waitTime: 10_000 });
+        rounds.n += 1;
+      }
+    };
+
+    beforeAll(async () => {
+      const started = await start();
+      server = started;
+      app = await started.createApp();
+      other = await started.createApp();
+    }, 60_000);
+    afterAll(async () => {
+      await app?.close();
+      await other?.close();
+      await server?.stop();
+    });
+
+    it('a looping holder lets a waiter of another instance in within two rounds, and two loops share the lock', async () => {
+      const name = fresh();
+      const stop = { done: false };
+      const rounds = { n: 0 };
+      const theirs = { n: 0 };
+      const looping = loop(app, name, stop, rounds);
+      try {
+        await waitUntil(() => rounds.n >= 3);
+        const askedAt = rounds.n;
+        let enteredAt = -1;
+        await locks(other).run(name, async () => {
+          enteredAt = rounds.n;
+          await body();
+        }, { waitTime: 3_000 });
+        expect(enteredAt - askedAt).toBeLessThanOrEqual(2);
+        const otherLoop = loop(other, name, stop, theirs);
+        const from = rounds.n;
+        await sleep(1_500);
+        stop.done = true;
+        await otherLoop;
+        const mine = rounds.n - from;
+        expect(Math.min(mine, theirs.n) / Math.max(mine, theirs.n)).toBeGreaterThanOrEqual(0.5);
+      } finally {
+        stop.done = true;
+        await looping;
+      }
+      expect(overlaps).toBe(0);
+    });
+  });
+}
+
+describeHandOffBetweenInstances('testing kit', async () => {
+  const kit = await kitEngine.start();
+  return { createApp: () => kit.createApp({ redis: kit.url, fairLockWaiterTimeout: WAITER_TIMEOUT_MS }), stop: () => kit.stop() };
+});
+
+describeOnCluster('no waiter starves on a cluster', () => {
+  describeHandOffBetweenInstances('3-master cluster', async () => {
+    const cluster = await startRedisCluster(3);
+    return { createApp: () => createLockApp({ redis: cluster.cluster(), fairLockWaiterTimeout: WAITER_TIMEOUT_MS }), stop: () => cluster.stop() };
+  });
 });
