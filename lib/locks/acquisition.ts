@@ -266,7 +266,9 @@ export class Acquisition<R> implements Sleeper {
   private round(): void {
     const waiter = this.waiter as Waiter;
     const handed = waiter.takeGrant();
-    if (handed) return this.handedOver(handed);
+    // With `syncReplicas` the handed lock is taken by an attempt instead (it finds the grant): WAIT
+    // then covers a write of this connection's that follows the grant.
+    if (handed && !this.confirmsOnReplicas) return this.handedOver(handed);
     const { room, engine, wakesOnRelease } = this.contender;
     const subscribing = wakesOnRelease
       ? room.subscribed(waiter, Math.min(engine.options.commandTimeout, this.deadline - monotonicNow()))
@@ -290,7 +292,7 @@ export class Acquisition<R> implements Sleeper {
     if (!this.missed(outcome)) return;
     // A release may have handed the lock over while this attempt was out: take it.
     const handed = (this.waiter as Waiter).takeGrant();
-    if (handed) return this.handedOver(handed);
+    if (handed) return this.confirmsOnReplicas ? this.round() : this.handedOver(handed);
     if (this.deadline - monotonicNow() <= 0) return this.endWithoutLock();
     this.sleep();
   }
@@ -329,6 +331,12 @@ export class Acquisition<R> implements Sleeper {
     if (!this.subscribed) sleepMs = Math.min(sleepMs, backOffMs(Math.max(failures, 1)));
     const remaining = this.deadline - monotonicNow();
     (this.waiter as Waiter).sleepThen(Math.max(1, Math.min(sleepMs, remaining, this.contender.maxSleepMs)), this);
+  }
+
+  /** Whether a grant must be confirmed on replicas (`syncReplicas`) before it is delivered. */
+  private get confirmsOnReplicas(): boolean {
+    const { contender } = this;
+    return contender.engine.options.syncReplicas > 0 && contender.replicaKey !== undefined;
   }
 
   /**

@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { FairLockService, LockService } from '../../lib';
 import { completion, printed, spawnFixture } from '../support/child-process';
-import { createLockApp, sleep, waitUntil } from '../support/lock-app';
+import { createLockApp, sleep, waitersQueued, waitUntil } from '../support/lock-app';
 import { startRedis, TestRedis } from '../support/redis-server';
 import { kitEngine } from '../support/lock-contract';
 import { describeOnCluster, startRedisCluster } from '../support/redis-cluster';
@@ -136,6 +136,22 @@ describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', 
     expect(total).toBeGreaterThan(5); // the looping process kept going
     expect(Number(await raw.get(`counter:${name}`))).toBe(total + 5); // no lost update
   }, 30_000);
+
+  it('a grant made while the waiter\'s subscription is down is found once it is back (resubscribe, then check)', async () => {
+    const name = fresh();
+    const holder = locks(app).getLock(name);
+    await holder.lock(); // watchdog lease: a waiter that missed the grant would sleep up to 30 s
+    const waiter = locks(other).getLock(name);
+    const acquired = waiter.tryLock({ waitTime: 20_000 });
+    await waitersQueued(other, 1);
+    await raw.client('KILL', 'TYPE', 'pubsub'); // every subscriber connection drops
+    await holder.unlock(); // handed over while the waiter cannot hear it
+    const releasedAt = Date.now();
+    expect(await acquired).toBe(true);
+    expect(Date.now() - releasedAt).toBeLessThan(5_000);
+    expect(await waiter.getHoldCount()).toBe(1);
+    await waiter.unlock();
+  });
 
   it('a waiter handed the lock that dies before hearing of it blocks the next one for at most the grant lease', async () => {
     const name = fresh();
