@@ -320,19 +320,27 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
 
   /**
    * A lock a release handed over starts with a short lease (a waiter that died before hearing of
-   * it blocks nobody long): the new holder makes it its full lease at once, in the background (the
-   * body already runs on the short one). When Redis says the hold is gone (the short lease ran out
-   * first), the hold is lost: its signal aborts. No answer: the watchdog's rounds, or the short
-   * lease's end, decide.
+   * it blocks nobody long): the new holder makes it its full lease in the background, a third into
+   * the short lease (the body already runs; most hand-offs of a busy lock are released by then, and
+   * never send it). When Redis says the hold is gone, it is lost: its signal aborts. Until a
+   * confirmation gets through, the hold ends by its own timer when the short lease does.
    */
   private confirmHandOver(hold: HeldLock, leaseMs: number): void {
     const { engine } = this;
-    const { script, keys, args } = this.renewalCall(leaseMs);
-    const sentAt = monotonicNow();
-    engine.call(this.name, (ticket) => script.run(engine.client, keys, args, ticket)).then((renewed) => {
-      if (renewed === 1) engine.holds.rearmed(hold, sentAt, leaseMs);
-      else if (engine.holds.isCurrent(hold)) this.lostOnRelease(hold, LOST_HANDED_OVER_GONE);
-    }, ignore);
+    const confirm = (): void => {
+      if (!engine.holds.isCurrent(hold) || hold.aborted) return;
+      const { script, keys, args } = this.renewalCall(leaseMs);
+      const sentAt = monotonicNow();
+      engine.call(this.name, (ticket) => script.run(engine.client, keys, args, ticket)).then((renewed) => {
+        if (renewed !== 1) {
+          if (engine.holds.isCurrent(hold)) this.lostOnRelease(hold, LOST_HANDED_OVER_GONE);
+          return;
+        }
+        hold.awaitingConfirmation = false;
+        engine.holds.rearmed(hold, sentAt, leaseMs);
+      }, ignore);
+    };
+    setTimeout(confirm, Math.max(0, (hold.expiresAt - monotonicNow()) / 3)).unref?.();
   }
 
   /** @internal A grant nobody will use: give this owner's new hold back at once. */

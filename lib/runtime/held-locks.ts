@@ -82,6 +82,12 @@ export class HeldLock {
   private lastReleasedRenewed = false;
   /** Ends a hold no renewal keeps alive when its lease ends (armed only then). */
   leaseEndTimer: NodeJS.Timeout | undefined;
+  /**
+   * A lock a release handed over, whose short grant lease its holder has not made the full lease
+   * yet: it ends by its own timer like a hold without renewal (the watchdog's next round may come
+   * after the grant lease).
+   */
+  awaitingConfirmation = false;
   // Created on first use of `signal`: most holds end without anyone looking at it, and an
   // AbortController per acquisition is a measurable share of an uncontended acquire+release.
   private controller: AbortController | undefined;
@@ -154,6 +160,7 @@ export class HeldLock {
     // A write hold taken by an owner that already reads (its read hold has no token) brings one.
     this.fencingToken ??= terms.fencingToken;
     this.extendLease(terms.grantSentAt, terms.grantedLeaseMs ?? terms.leaseMs);
+    if (terms.grantedLeaseMs !== undefined) this.awaitingConfirmation = true;
   }
 
   /** @internal One hold less, the innermost; returns true when none remain. */
@@ -283,7 +290,7 @@ export class HeldLocks {
   leaseChanged(hold: HeldLock): void {
     clearTimeout(hold.leaseEndTimer);
     hold.leaseEndTimer = undefined;
-    if (hold.renewedHolds > 0 || !this.onLeaseEnded) return;
+    if ((hold.renewedHolds > 0 && !hold.awaitingConfirmation) || !this.onLeaseEnded) return;
     const onLeaseEnded = this.onLeaseEnded;
     const ms = hold.expiresAt - leaseDriftMs(hold.leaseMs) - monotonicNow();
     hold.leaseEndTimer = setTimeout(() => {

@@ -1,6 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { FairLockService, LockService } from '../../lib';
+import { FairLockService, LockLostError, LockService } from '../../lib';
 import { completion, printed, spawnFixture } from '../support/child-process';
 import { createLockApp, sleep, waitersQueued, waitUntil } from '../support/lock-app';
 import { startRedis, TestRedis } from '../support/redis-server';
@@ -136,6 +136,57 @@ describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', 
     expect(total).toBeGreaterThan(5); // the looping process kept going
     expect(Number(await raw.get(`counter:${name}`))).toBe(total + 5); // no lost update
   }, 30_000);
+
+  it.each([{ leaseTime: undefined }, { leaseTime: 4_000 }])(
+    'a lock handed over keeps its holder\'s own lease past the short grant lease (leaseTime $leaseTime)',
+    async ({ leaseTime }) => {
+      const name = fresh();
+      const holder = locks(app).getLock(name);
+      await holder.lock();
+      const third = createLockApp({ redis: redis.url });
+      let aborted = false;
+      const waiting = locks(other).run(
+        name,
+        async ({ signal }) => {
+          signal.addEventListener('abort', () => (aborted = true));
+          await sleep(WAITER_TIMEOUT_MS * 2.5); // well past the grant lease
+          return locks(await third).getLock(name).tryLock();
+        },
+        { waitTime: 10_000, leaseTime },
+      );
+      await waitersQueued(other, 1);
+      await holder.unlock();
+      expect(await waiting).toBe(false); // still held by the handed-to holder at the end
+      expect(aborted).toBe(false);
+      await (await third).close();
+    },
+  );
+
+  it('a handed lock whose confirmation cannot get through ends locally with the grant lease', async () => {
+    const name = fresh();
+    const holder = locks(app).getLock(name);
+    await holder.lock();
+    let enteredAt = 0;
+    const waiting = locks(other).run(
+      name,
+      async ({ signal }) => {
+        enteredAt = Date.now();
+        await redis.pause(); // before the confirmation goes out (a third into the grant lease)
+        await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        return { reason: signal.reason as unknown, after: Date.now() - enteredAt };
+      },
+      { waitTime: 10_000 },
+    );
+    await waitersQueued(other, 1);
+    await holder.unlock();
+    try {
+      const { reason, after } = await waiting;
+      expect(reason).toBeInstanceOf(LockLostError);
+      expect(after).toBeLessThanOrEqual(WAITER_TIMEOUT_MS);
+    } finally {
+      await redis.resume();
+    }
+  });
 
   it('a grant made while the waiter\'s subscription is down is found once it is back (resubscribe, then check)', async () => {
     const name = fresh();
