@@ -41,12 +41,15 @@ local unlockMessage = ARGV[8]
 local requestField = ownerId .. ':rq'
 
 if redis.call('exists', lockKey) == 0 then
+  -- Nobody holds it and nobody waits (a line exists only while someone waits): the fast path.
+  local free = true
   if redis.call('exists', lineKey) == 1 then
     -- Free, with waiters: the first live one gets it (the caller, when that is who stands first).
     -- #include line-grant-head
+    -- Still free only when every waiter had left by its deadline (and none of an older version stands first).
+    free = not grantedTo and redis.call('exists', lineKey) == 0
   end
-  -- Nobody holds it and nobody waits (a line exists only while someone waits): the fast path.
-  if redis.call('exists', lineKey) == 0 and redis.call('exists', lockKey) == 0 then
+  if free then
     local time = redis.call('time')
     -- #include fence-token
     redis.call('hset', lockKey, ownerId, 1, requestField, requestId, 'fence', tokenText)
