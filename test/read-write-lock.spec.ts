@@ -83,25 +83,34 @@ describe('read-write lock', () => {
     expect(await raw.exists(key(name))).toBe(0);
   });
 
-  it('a reader is not held back behind a local writer that waits for other readers', async () => {
-    // Default watchdogTimeout (30 s): a reader parked behind the writer would not retry in time.
+  it('a new reader queues behind a writer waiting in line, and each is handed the lock in turn', async () => {
+    // Default watchdogTimeout (30 s): a waiter that only slept until the lock's TTL would not be in time.
     const patient = await createLockApp({ redis: redis.url });
     try {
       const name = fresh();
       const holder = rw(other, name).readLock();
       await holder.lock();
+      const order: string[] = [];
       const writer = rw(patient, name).writeLock();
-      const writerIn = writer.tryLock({ waitTime: 15_000 });
-      await waitUntil(async () => (await waitingModules(name)) === 1);
-      // The lock is held for reading: a reader gets in at once, whoever waits to write.
+      const writerIn = writer.tryLock({ waitTime: 15_000 }).then((ok) => (order.push('writer'), ok));
+      await waitUntil(async () => (await raw.llen(`${key(name)}:line`)) === 1);
+      // The lock is held for reading, but a writer waits: a new reader does not pass it.
       const reader = rw(patient, name).readLock();
+      const readerIn = reader.tryLock({ waitTime: 15_000 }).then((ok) => (order.push('reader'), ok));
+      await waitUntil(async () => (await raw.llen(`${key(name)}:line`)) === 2);
+      expect(order).toEqual([]);
+      // The holder re-enters as before: it holds already.
+      expect(await holder.tryLock()).toBe(true);
+      await holder.unlock();
       const started = Date.now();
-      expect(await reader.tryLock({ waitTime: 10_000 })).toBe(true);
-      expect(Date.now() - started).toBeLessThan(5_000); // not parked until its deadline
-      await reader.unlock();
       await holder.unlock();
       expect(await writerIn).toBe(true);
+      expect(Date.now() - started).toBeLessThan(5_000); // handed over, not found at the TTL
       await writer.unlock();
+      expect(await readerIn).toBe(true);
+      expect(order).toEqual(['writer', 'reader']);
+      await reader.unlock();
+      expect(await raw.exists(key(name), `${key(name)}:line`)).toBe(0);
     } finally {
       await patient.close();
     }
@@ -280,27 +289,32 @@ describe('read-write lock', () => {
   it('a resent acquire or release (same request id) does not change the outcome', async () => {
     const name = fresh();
     const keys = [key(name), `${key(name)}:leases`];
+    const lineKeys = [`${key(name)}:line`, `${key(name)}:deadlines`, `${key(name)}:seen`, `${key(name)}:fence`];
     const readAcquire = LuaScript.named('rw-read-acquire');
     const readRelease = LuaScript.named('rw-read-release');
     const writeAcquire = LuaScript.named('rw-write-acquire');
-    expect(await readAcquire.run(raw, keys, [10_000, 'owner-a', 'rq-1'])).toBeNull();
-    expect(await readAcquire.run(raw, keys, [10_000, 'owner-a', 'rq-1'])).toBeNull();
+    const readArgs = [10_000, 'owner-a', 'rq-1', '', 5_000, 'publish', 60_000];
+    expect(await readAcquire.run(raw, [...keys, ...lineKeys], readArgs)).toBeNull();
+    expect(await readAcquire.run(raw, [...keys, ...lineKeys], readArgs)).toBeNull();
     expect(await raw.hget(key(name), 'read:owner-a')).toBe('1');
     const release = (requestId: string) =>
-      readRelease.run(raw, [...keys, `${key(name)}:channel`, `${key(name)}:rq:owner-a:${requestId}`], [
+      readRelease.run(raw, [...keys, `${key(name)}:channel`, `${key(name)}:rq:owner-a:${requestId}`, ...lineKeys], [
         'owner-a',
         10_000,
         'publish',
         'one',
         '',
+        5_000,
+        60_000,
       ]);
     expect(await release('rq-2')).toBe(1);
     expect(await release('rq-2')).toBe(1); // the first answer, not "not held"
     expect(await release('rq-3')).toBeNull();
-    const writeKeys = [...keys, `${key(name)}:fence`];
-    const [token] = (await writeAcquire.run(raw, writeKeys, [10_000, 'owner-b', 'rq-4', 60_000])) as [number];
+    const writeKeys = [...keys, ...lineKeys];
+    const writeArgs = [10_000, 'owner-b', 'rq-4', 60_000, '', 5_000, 'publish'];
+    const [token] = (await writeAcquire.run(raw, writeKeys, writeArgs)) as [number];
     expect(token).toBeGreaterThan(0);
-    expect(await writeAcquire.run(raw, writeKeys, [10_000, 'owner-b', 'rq-4', 60_000])).toEqual([token]);
+    expect(await writeAcquire.run(raw, writeKeys, writeArgs)).toEqual([token]);
     expect(await raw.hget(key(name), 'writes')).toBe('1');
   });
 
