@@ -318,6 +318,57 @@ describe('read-write lock', () => {
     expect(await raw.hget(key(name), 'writes')).toBe('1');
   });
 
+  it('the line in Redis: a release admits the head writer on a short lease, a leaver gives its grant back to the readers behind it, a dead waiter drops out', async () => {
+    const name = fresh();
+    const k = key(name);
+    const keys = [k, `${k}:leases`, `${k}:line`, `${k}:deadlines`, `${k}:seen`, `${k}:fence`];
+    const readAcquire = LuaScript.named('rw-read-acquire');
+    const writeAcquire = LuaScript.named('rw-write-acquire');
+    const readRelease = LuaScript.named('rw-read-release');
+    const leave = LuaScript.named('rw-line-leave');
+    const read = (owner: string, rq: string, entry: string, waiterTimeout = 5_000) =>
+      readAcquire.run(raw, keys, [10_000, owner, rq, entry, waiterTimeout, 'publish', 60_000]);
+    const write = (owner: string, rq: string, entry: string) => writeAcquire.run(raw, keys, [10_000, owner, rq, 60_000, entry, 1_000, 'publish']);
+    const grants: string[] = [];
+    const listener = redis.client();
+    await listener.subscribe(`${k}:channel`);
+    listener.on('message', (_channel: string, message: string) => grants.push(message));
+    try {
+      expect(await read('r1', 'q1', 'r1 q1 10000 r')).toBeNull();
+      // A writer waits; a new reader then queues behind it, and a dead one (never retries) too.
+      expect(await write('w1', 'q2', 'w1 q2 10000 w')).toBeGreaterThan(0);
+      expect(await read('r2', 'q3', 'r2 q3 10000 r')).toBeGreaterThan(0);
+      expect(await read('r3', 'q4', 'r3 q4 10000 r')).toBeGreaterThan(0);
+      expect(await raw.lrange(`${k}:line`, 0, -1)).toEqual(['w1 q2 10000 w', 'r2 q3 10000 r', 'r3 q4 10000 r']);
+      // The reader holding re-enters (it holds already), whoever waits.
+      expect(await read('r1', 'q5', '')).toBeNull();
+      const release = (rq: string) =>
+        readRelease.run(raw, [k, `${k}:leases`, `${k}:channel`, `${k}:rq:r1:${rq}`, ...keys.slice(2)], ['r1', 10_000, 'publish', 'one', '', 1_000, 60_000]);
+      expect(await release('q6')).toBe(0);
+      expect(await release('q7')).toBe(1);
+      // Handed to the writer inside the release, on a lease of at most the waiter timeout (1 s).
+      expect(await raw.hget(k, 'writer')).toBe('w1');
+      expect(await raw.pttl(k)).toBeLessThanOrEqual(1_000);
+      // Its attempt finds its grant: idempotent, and the full lease.
+      const [token] = (await write('w1', 'q2', 'w1 q2 10000 w')) as [number];
+      expect(await raw.hget(k, 'writes')).toBe('1');
+      expect(await raw.pttl(k)).toBeGreaterThan(5_000);
+      // r3 dies: its deadline passes (the dropping attempt sees it as past).
+      await raw.zadd(`${k}:deadlines`, 1, 'r3 q4 10000 r');
+      // The writer gives up after all (its grant message went unheard): its hold goes to the reader behind.
+      expect(await leave.run(raw, keys.slice(0, 2).concat([`${k}:channel`], keys.slice(2)), ['w1 q2 10000 w', 'w1', 'q2', 'publish', 'all', 1_000, 60_000])).toBe(1);
+      expect(await raw.hget(k, 'mode')).toBe('read');
+      expect(await raw.hget(k, 'read:r2')).toBe('1');
+      expect(await raw.hget(k, 'read:r3')).toBeNull();
+      expect(await raw.exists(`${k}:line`, `${k}:deadlines`, `${k}:seen`)).toBe(0);
+      await waitUntil(() => grants.length >= 2);
+      expect(grants[0]).toMatch(new RegExp(`^grant:w1 q2 10000 w ${token} \\d+ 1000$`));
+      expect(grants[1]).toMatch(/^grant:r2 q3 10000 r 0 \d+ 1000$/);
+    } finally {
+      listener.disconnect();
+    }
+  });
+
   it('3 processes x 20 non-atomic increments under runWrite lose no update', async () => {
     const name = fresh();
     const children = [1, 2, 3].map(() =>
