@@ -99,6 +99,9 @@ describe('read-write lock', () => {
       const readerIn = reader.tryLock({ waitTime: 15_000 }).then((ok) => (order.push('reader'), ok));
       await waitUntil(async () => (await raw.llen(`${key(name)}:line`)) === 2);
       expect(order).toEqual([]);
+      // inspect lists them in line order.
+      const info = await app.get(ReadWriteLockService).inspect(name);
+      expect(info.waiters?.map((waiter) => waiter.ownerId)).toEqual([writer, reader].map((view) => (view as unknown as { ownerId: string }).ownerId));
       // The holder re-enters as before: it holds already.
       expect(await holder.tryLock()).toBe(true);
       await holder.unlock();
