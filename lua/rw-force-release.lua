@@ -1,21 +1,39 @@
--- Delete a read-write lock held in the given mode, whoever holds it, and wake every waiter.
+-- Delete a read-write lock held in the given mode, whoever holds it; the waiters in its line get it
+-- in line order (rw-grant-line), or, with nobody in line, every waiter on the channel is woken.
 -- KEYS[1]  read-write hash (see rw-read-acquire.lua)
 -- KEYS[2]  leases: sorted set owner id -> lease deadline (ms, server clock)
 -- KEYS[3]  unlock channel
+-- KEYS[4]  waiting line, KEYS[5] waiter deadlines, KEYS[6] waiters' last attempts, KEYS[7] fence
+--          (see rw-read-acquire.lua)
 -- ARGV[1]  mode the lock must be held in: 'read' or 'write'
 -- ARGV[2]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[3]  unlock message that wakes every waiter
+-- ARGV[4]  waiter timeout in ms: the longest lease a grant to a waiter starts with
+-- ARGV[5]  how long the fence key outlives its last use, in ms
 -- Returns  1 when the lock was held in that mode and deleted, 0 otherwise
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
 local channel = KEYS[3]
+local lineKey = KEYS[4]
+local deadlinesKey = KEYS[5]
+local seenKey = KEYS[6]
+local fenceKey = KEYS[7]
 local mode = ARGV[1]
 local publishCommand = ARGV[2]
 local wakeAllMessage = ARGV[3]
+local grantCapMs = ARGV[4]
+local fenceMemoryMs = ARGV[5]
 
 if redis.call('hget', rwKey, 'mode') ~= mode then
   return 0
 end
 redis.call('del', rwKey, leasesKey)
-redis.call(publishCommand, channel, wakeAllMessage)
+local hadLine = redis.call('exists', lineKey) == 1
+if hadLine then
+  -- #include server-clock
+  -- #include rw-grant-line
+end
+if not hadLine or redis.call('exists', rwKey) == 0 then
+  redis.call(publishCommand, channel, wakeAllMessage)
+end
 return 1

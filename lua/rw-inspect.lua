@@ -2,12 +2,18 @@
 -- KEYS[1]  read-write hash (see rw-read-acquire.lua): mode, writer, writes, read:<owner id> = read
 --          hold count, rq:<owner id>, fence = the write hold's fencing token
 -- KEYS[2]  leases: sorted set owner id -> lease deadline in ms on the server clock
+-- KEYS[3]  waiting line: list of waiter entries '<owner id> <request id> <lease ms> <r|w>' (see
+--          rw-read-acquire.lua); optional
+-- KEYS[4]  waiter deadlines: sorted set entry -> deadline in ms on the server clock; optional
 -- ARGV[1]  instance key prefix: when not empty, the instance hash ARGV[1] .. '{' .. client id .. '}'
---          of every holder is read too (standalone Redis only: those keys are not declared)
+--          of every holder and waiter is read too (standalone Redis only: those keys are not declared)
 -- Returns  { pttl, mode or nil, fence (write mode only) or nil, { owner id, hold count, mode, ... },
---          { client id, { field, value, ... }, ... } }; owners whose lease ran out are left out
+--          { client id, { field, value, ... }, ... }, { waiter entry, ... } in line order };
+--          owners whose lease ran out and waiters whose deadline passed are left out
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
+local lineKey = KEYS[3]
+local deadlinesKey = KEYS[4]
 local instancePrefix = ARGV[1]
 
 -- #include server-clock
@@ -43,9 +49,20 @@ if mode == 'write' then
   fence = redis.call('hget', rwKey, 'fence')
 end
 
+local waiters = {}
+if lineKey then
+  for _, entry in ipairs(redis.call('lrange', lineKey, 0, -1)) do
+    local deadline = redis.call('zscore', deadlinesKey, entry)
+    if deadline and tonumber(deadline) > now then
+      table.insert(waiters, entry)
+    end
+  end
+end
+
 -- #include inspect-instances
 if instancePrefix ~= '' then
   for i = 1, #holders, 3 do addInstance(holders[i]) end
+  for _, entry in ipairs(waiters) do addInstance(string.match(entry, '^%S+')) end
 end
 
-return { redis.call('pttl', rwKey), mode, fence, holders, instances }
+return { redis.call('pttl', rwKey), mode, fence, holders, instances, waiters }

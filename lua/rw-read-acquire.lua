@@ -1,4 +1,4 @@
--- Acquire or re-enter the read lock of a read-write lock.
+-- Acquire or re-enter the read lock of a read-write lock, or wait in its line.
 -- KEYS[1]  read-write hash: mode = 'read' | 'write'; writer = the writer's owner id and writes = its
 --          hold count (write mode only); read:<owner id> = that owner's read hold count;
 --          rq:<owner id> = that owner's last applied acquire request id
@@ -6,16 +6,38 @@
 --          owner holding anything, so a crashed reader's hold ends while the others keep theirs;
 --          an owner's entry is its longest hold's (a shorter one never lowers it); the hash and
 --          this set expire with the longest lease
+-- KEYS[3]  waiting line: list of waiter entries '<owner id> <request id> <lease ms> <r|w>', first
+--          come first; exists only while someone waits (see rw-grant-line)
+-- KEYS[4]  waiter deadlines: sorted set entry -> deadline in ms on the server clock (a waiter that
+--          stops retrying leaves the line once it passes)
+-- KEYS[5]  when each waiter last attempted: hash entry -> ms on the server clock
+-- KEYS[6]  fence: the last fencing token handed out for this name (a writer admitted from the line
+--          gets one; see rw-write-acquire.lua)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
--- ARGV[3]  request id: a resent acquire finds its own id applied and does not raise the hold count twice
+-- ARGV[3]  request id: a resent acquire finds its own id applied and does not raise the hold count
+--          twice; a waiter the lock was handed to finds its grant the same way (and gets its full lease)
+-- ARGV[4]  this waiter's line entry when it waits; '' for a single attempt that never joins the line
+-- ARGV[5]  waiter timeout in ms: a waiter's deadline is now + this + the TTL it was told; also the
+--          longest lease a grant to a waiter starts with
+-- ARGV[6]  publish command: 'publish', or 'spublish' on a cluster
+-- ARGV[7]  how long the fence key outlives its last use, in ms
 -- Returns  nil when acquired or re-entered (by readers, or by the writer itself: a downgrade),
 --          otherwise the lock's remaining TTL in ms
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
+local lineKey = KEYS[3]
+local deadlinesKey = KEYS[4]
+local seenKey = KEYS[5]
+local fenceKey = KEYS[6]
 local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local requestId = ARGV[3]
+local myEntry = ARGV[4] or ''
+local waiterTimeoutMs = tonumber(ARGV[5])
+local grantCapMs = waiterTimeoutMs
+local publishCommand = ARGV[6]
+local fenceMemoryMs = ARGV[7]
 local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
 
@@ -25,9 +47,17 @@ local requestField = 'rq:' .. ownerId
 if redis.call('zcard', leasesKey) == 0 then
   redis.call('del', rwKey, leasesKey)
 end
+if redis.call('exists', lineKey) == 1 then
+  -- The lock may admit waiters now (a holder's lease ran out, or this waiter's grant is due).
+  -- #include rw-grant-line
+end
 
 local mode = redis.call('hget', rwKey, 'mode')
-if mode == false or mode == 'read' or redis.call('hget', rwKey, 'writer') == ownerId then
+local writer = redis.call('hget', rwKey, 'writer')
+-- A new reader does not get in ahead of a writer in line (after rw-grant-line, a line beside a
+-- free or read-held lock has a writer at its head); an owner already holding re-enters.
+local mayRead = mode == false or (mode == 'read' and redis.call('exists', lineKey) == 0)
+if mayRead or writer == ownerId or (mode == 'read' and redis.call('hexists', rwKey, readField) == 1) then
   if mode == false then
     redis.call('hset', rwKey, 'mode', 'read')
   end
@@ -41,4 +71,8 @@ if mode == false or mode == 'read' or redis.call('hget', rwKey, 'writer') == own
   return nil
 end
 
-return redis.call('pttl', rwKey)
+local ttl = redis.call('pttl', rwKey)
+if myEntry ~= '' then
+  -- #include rw-line-join
+end
+return ttl

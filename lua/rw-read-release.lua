@@ -1,16 +1,21 @@
--- Release one read hold of a read-write lock; the last reader out frees the lock and wakes one waiter
--- (only writers wait while it is held for reading).
+-- Release one read hold of a read-write lock; the last reader out frees the lock: it goes to the
+-- head of the line when someone waits there (rw-grant-line), else one waiter on the channel is
+-- woken (only writers wait while it is held for reading).
 -- KEYS[1]  read-write hash (see rw-read-acquire.lua)
 -- KEYS[2]  leases: sorted set owner id -> lease deadline (ms, server clock)
 -- KEYS[3]  unlock channel
 -- KEYS[4]  release record: the outcome of this request, kept for ARGV[2] ms so that a resent
 --          release returns its first answer instead of "not held"
+-- KEYS[5]  waiting line, KEYS[6] waiter deadlines, KEYS[7] waiters' last attempts, KEYS[8] fence
+--          (see rw-read-acquire.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  how long to keep the release record, in ms
 -- ARGV[3]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[4]  unlock message that wakes one waiter
 -- ARGV[5]  '' for a plain release; an acquire request id to release only the hold that request
 --          granted (see reentrant-release.lua)
+-- ARGV[6]  waiter timeout in ms: the longest lease a grant to a waiter starts with
+-- ARGV[7]  how long the fence key outlives its last use, in ms
 -- Returns  nil when the owner holds no read lock (and no write lock); -1 when it holds no read lock
 --          but holds the write lock; 0 when the owner still holds something; 1 when it holds nothing more
 -- #include rw-release-start
@@ -38,7 +43,12 @@ else
 end
 
 -- #include rw-rearm
-if emptied then
+local hadLine = redis.call('exists', lineKey) == 1
+if hadLine then
+  -- #include rw-grant-line
+end
+-- Nobody in line (or every waiter there was dead): wake the channel as without a line.
+if emptied and (not hadLine or redis.call('exists', rwKey) == 0) then
   redis.call(publishCommand, channel, wakeOneMessage)
 end
 if grantedBy == '' then

@@ -1,21 +1,33 @@
--- Acquire or re-enter the write lock of a read-write lock.
+-- Acquire or re-enter the write lock of a read-write lock, or wait in its line.
 -- KEYS[1]  read-write hash (see rw-read-acquire.lua)
 -- KEYS[2]  leases: sorted set owner id -> lease deadline (ms, server clock)
--- KEYS[3]  fence: the last fencing token handed out for this name (see reentrant-acquire.lua); the
+-- KEYS[3]  waiting line, KEYS[4] waiter deadlines, KEYS[5] waiters' last attempts (see rw-read-acquire.lua)
+-- KEYS[6]  fence: the last fencing token handed out for this name (see reentrant-acquire.lua); the
 --          hash's field fence holds the current write hold's token
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
--- ARGV[3]  request id: a resent acquire finds its own id applied and does not raise the hold count twice
+-- ARGV[3]  request id: a resent acquire finds its own id applied and does not raise the hold count
+--          twice; a waiter the lock was handed to finds its grant the same way (and gets its full lease)
 -- ARGV[4]  how long the fence key outlives its last use, in ms
+-- ARGV[5]  this waiter's line entry when it waits; '' for a single attempt that never joins the line
+-- ARGV[6]  waiter timeout in ms (see rw-read-acquire.lua)
+-- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster
 -- Returns  {token} when acquired or re-entered (a re-entry keeps the hold's token); -3 when the owner holds only the read lock (an upgrade,
 --          which would wait forever: refused at once); otherwise the lock's remaining TTL in ms
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
-local fenceKey = KEYS[3]
+local lineKey = KEYS[3]
+local deadlinesKey = KEYS[4]
+local seenKey = KEYS[5]
+local fenceKey = KEYS[6]
 local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local requestId = ARGV[3]
 local fenceMemoryMs = ARGV[4]
+local myEntry = ARGV[5] or ''
+local waiterTimeoutMs = tonumber(ARGV[6])
+local grantCapMs = waiterTimeoutMs
+local publishCommand = ARGV[7]
 local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
 local UPGRADE_REFUSED = -3
@@ -26,7 +38,12 @@ local UPGRADE_REFUSED = -3
 if redis.call('zcard', leasesKey) == 0 then
   redis.call('del', rwKey, leasesKey)
 end
+if redis.call('exists', lineKey) == 1 then
+  -- The lock may admit waiters now (a holder's lease ran out, or this waiter's grant is due).
+  -- #include rw-grant-line
+end
 
+-- After rw-grant-line a free lock has no line: the fast path below is today's.
 local mode = redis.call('hget', rwKey, 'mode')
 local granted = false
 if mode == false then
@@ -51,4 +68,8 @@ end
 if mode == 'read' and redis.call('hexists', rwKey, readField) == 1 then
   return UPGRADE_REFUSED
 end
-return redis.call('pttl', rwKey)
+local ttl = redis.call('pttl', rwKey)
+if myEntry ~= '' then
+  -- #include rw-line-join
+end
+return ttl

@@ -1,16 +1,21 @@
 -- Release one write hold of a read-write lock. The writer's last write hold admits many: readers
--- (and, after a downgrade, other readers beside the owner), so it wakes every waiter.
+-- (and, after a downgrade, other readers beside the owner). With waiters in line it admits them in
+-- line order (rw-grant-line); without, it wakes every waiter on the channel.
 -- KEYS[1]  read-write hash (see rw-read-acquire.lua)
 -- KEYS[2]  leases: sorted set owner id -> lease deadline (ms, server clock)
 -- KEYS[3]  unlock channel
 -- KEYS[4]  release record: the outcome of this request, kept for ARGV[2] ms so that a resent
 --          release returns its first answer instead of "not held"
+-- KEYS[5]  waiting line, KEYS[6] waiter deadlines, KEYS[7] waiters' last attempts, KEYS[8] fence
+--          (see rw-read-acquire.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  how long to keep the release record, in ms
 -- ARGV[3]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[4]  unlock message that wakes every waiter
 -- ARGV[5]  '' for a plain release; an acquire request id to release only the hold that request
 --          granted (see reentrant-release.lua)
+-- ARGV[6]  waiter timeout in ms: the longest lease a grant to a waiter starts with
+-- ARGV[7]  how long the fence key outlives its last use, in ms
 -- Returns  nil when the owner holds no write lock (and no read lock); -1 when it holds no write lock
 --          but holds a read lock; 0 when the owner still holds something; 1 when it holds nothing more
 -- #include rw-release-start
@@ -42,7 +47,14 @@ end
 
 -- #include rw-rearm
 if writes <= 1 then
-  redis.call(publishCommand, channel, wakeAllMessage)
+  local hadLine = redis.call('exists', lineKey) == 1
+  if hadLine then
+    -- #include rw-grant-line
+  end
+  -- Nobody in line (or every waiter there was dead): wake the channel as without a line.
+  if not hadLine or redis.call('exists', rwKey) == 0 then
+    redis.call(publishCommand, channel, wakeAllMessage)
+  end
 end
 if grantedBy == '' then
   redis.call('set', recordKey, outcome, 'px', recordTtlMs)

@@ -83,25 +83,37 @@ describe('read-write lock', () => {
     expect(await raw.exists(key(name))).toBe(0);
   });
 
-  it('a reader is not held back behind a local writer that waits for other readers', async () => {
-    // Default watchdogTimeout (30 s): a reader parked behind the writer would not retry in time.
+  it('a new reader queues behind a writer waiting in line, and each is handed the lock in turn', async () => {
+    // Default watchdogTimeout (30 s): a waiter that only slept until the lock's TTL would not be in time.
     const patient = await createLockApp({ redis: redis.url });
     try {
       const name = fresh();
       const holder = rw(other, name).readLock();
       await holder.lock();
+      const order: string[] = [];
       const writer = rw(patient, name).writeLock();
-      const writerIn = writer.tryLock({ waitTime: 15_000 });
-      await waitUntil(async () => (await waitingModules(name)) === 1);
-      // The lock is held for reading: a reader gets in at once, whoever waits to write.
+      const writerIn = writer.tryLock({ waitTime: 15_000 }).then((ok) => (order.push('writer'), ok));
+      await waitUntil(async () => (await raw.llen(`${key(name)}:line`)) === 1);
+      // The lock is held for reading, but a writer waits: a new reader does not pass it.
       const reader = rw(patient, name).readLock();
+      const readerIn = reader.tryLock({ waitTime: 15_000 }).then((ok) => (order.push('reader'), ok));
+      await waitUntil(async () => (await raw.llen(`${key(name)}:line`)) === 2);
+      expect(order).toEqual([]);
+      // inspect lists them in line order.
+      const info = await app.get(ReadWriteLockService).inspect(name);
+      expect(info.waiters?.map((waiter) => waiter.ownerId)).toEqual([writer, reader].map((view) => (view as unknown as { ownerId: string }).ownerId));
+      // The holder re-enters as before: it holds already.
+      expect(await holder.tryLock()).toBe(true);
+      await holder.unlock();
       const started = Date.now();
-      expect(await reader.tryLock({ waitTime: 10_000 })).toBe(true);
-      expect(Date.now() - started).toBeLessThan(5_000); // not parked until its deadline
-      await reader.unlock();
       await holder.unlock();
       expect(await writerIn).toBe(true);
+      expect(Date.now() - started).toBeLessThan(5_000); // handed over, not found at the TTL
       await writer.unlock();
+      expect(await readerIn).toBe(true);
+      expect(order).toEqual(['writer', 'reader']);
+      await reader.unlock();
+      expect(await raw.exists(key(name), `${key(name)}:line`)).toBe(0);
     } finally {
       await patient.close();
     }
@@ -280,28 +292,84 @@ describe('read-write lock', () => {
   it('a resent acquire or release (same request id) does not change the outcome', async () => {
     const name = fresh();
     const keys = [key(name), `${key(name)}:leases`];
+    const lineKeys = [`${key(name)}:line`, `${key(name)}:deadlines`, `${key(name)}:seen`, `${key(name)}:fence`];
     const readAcquire = LuaScript.named('rw-read-acquire');
     const readRelease = LuaScript.named('rw-read-release');
     const writeAcquire = LuaScript.named('rw-write-acquire');
-    expect(await readAcquire.run(raw, keys, [10_000, 'owner-a', 'rq-1'])).toBeNull();
-    expect(await readAcquire.run(raw, keys, [10_000, 'owner-a', 'rq-1'])).toBeNull();
+    const readArgs = [10_000, 'owner-a', 'rq-1', '', 5_000, 'publish', 60_000];
+    expect(await readAcquire.run(raw, [...keys, ...lineKeys], readArgs)).toBeNull();
+    expect(await readAcquire.run(raw, [...keys, ...lineKeys], readArgs)).toBeNull();
     expect(await raw.hget(key(name), 'read:owner-a')).toBe('1');
     const release = (requestId: string) =>
-      readRelease.run(raw, [...keys, `${key(name)}:channel`, `${key(name)}:rq:owner-a:${requestId}`], [
+      readRelease.run(raw, [...keys, `${key(name)}:channel`, `${key(name)}:rq:owner-a:${requestId}`, ...lineKeys], [
         'owner-a',
         10_000,
         'publish',
         'one',
         '',
+        5_000,
+        60_000,
       ]);
     expect(await release('rq-2')).toBe(1);
     expect(await release('rq-2')).toBe(1); // the first answer, not "not held"
     expect(await release('rq-3')).toBeNull();
-    const writeKeys = [...keys, `${key(name)}:fence`];
-    const [token] = (await writeAcquire.run(raw, writeKeys, [10_000, 'owner-b', 'rq-4', 60_000])) as [number];
+    const writeKeys = [...keys, ...lineKeys];
+    const writeArgs = [10_000, 'owner-b', 'rq-4', 60_000, '', 5_000, 'publish'];
+    const [token] = (await writeAcquire.run(raw, writeKeys, writeArgs)) as [number];
     expect(token).toBeGreaterThan(0);
-    expect(await writeAcquire.run(raw, writeKeys, [10_000, 'owner-b', 'rq-4', 60_000])).toEqual([token]);
+    expect(await writeAcquire.run(raw, writeKeys, writeArgs)).toEqual([token]);
     expect(await raw.hget(key(name), 'writes')).toBe('1');
+  });
+
+  it('the line in Redis: a release admits the head writer on a short lease, a leaver gives its grant back to the readers behind it, a dead waiter drops out', async () => {
+    const name = fresh();
+    const k = key(name);
+    const keys = [k, `${k}:leases`, `${k}:line`, `${k}:deadlines`, `${k}:seen`, `${k}:fence`];
+    const readAcquire = LuaScript.named('rw-read-acquire');
+    const writeAcquire = LuaScript.named('rw-write-acquire');
+    const readRelease = LuaScript.named('rw-read-release');
+    const leave = LuaScript.named('rw-line-leave');
+    const read = (owner: string, rq: string, entry: string, waiterTimeout = 5_000) =>
+      readAcquire.run(raw, keys, [10_000, owner, rq, entry, waiterTimeout, 'publish', 60_000]);
+    const write = (owner: string, rq: string, entry: string) => writeAcquire.run(raw, keys, [10_000, owner, rq, 60_000, entry, 1_000, 'publish']);
+    const grants: string[] = [];
+    const listener = redis.client();
+    await listener.subscribe(`${k}:channel`);
+    listener.on('message', (_channel: string, message: string) => grants.push(message));
+    try {
+      expect(await read('r1', 'q1', 'r1 q1 10000 r')).toBeNull();
+      // A writer waits; a new reader then queues behind it, and a dead one (never retries) too.
+      expect(await write('w1', 'q2', 'w1 q2 10000 w')).toBeGreaterThan(0);
+      expect(await read('r2', 'q3', 'r2 q3 10000 r')).toBeGreaterThan(0);
+      expect(await read('r3', 'q4', 'r3 q4 10000 r')).toBeGreaterThan(0);
+      expect(await raw.lrange(`${k}:line`, 0, -1)).toEqual(['w1 q2 10000 w', 'r2 q3 10000 r', 'r3 q4 10000 r']);
+      // The reader holding re-enters (it holds already), whoever waits.
+      expect(await read('r1', 'q5', '')).toBeNull();
+      const release = (rq: string) =>
+        readRelease.run(raw, [k, `${k}:leases`, `${k}:channel`, `${k}:rq:r1:${rq}`, ...keys.slice(2)], ['r1', 10_000, 'publish', 'one', '', 1_000, 60_000]);
+      expect(await release('q6')).toBe(0);
+      expect(await release('q7')).toBe(1);
+      // Handed to the writer inside the release, on a lease of at most the waiter timeout (1 s).
+      expect(await raw.hget(k, 'writer')).toBe('w1');
+      expect(await raw.pttl(k)).toBeLessThanOrEqual(1_000);
+      // Its attempt finds its grant: idempotent, and the full lease.
+      const [token] = (await write('w1', 'q2', 'w1 q2 10000 w')) as [number];
+      expect(await raw.hget(k, 'writes')).toBe('1');
+      expect(await raw.pttl(k)).toBeGreaterThan(5_000);
+      // r3 dies: its deadline passes (the dropping attempt sees it as past).
+      await raw.zadd(`${k}:deadlines`, 1, 'r3 q4 10000 r');
+      // The writer gives up after all (its grant message went unheard): its hold goes to the reader behind.
+      expect(await leave.run(raw, keys.slice(0, 2).concat([`${k}:channel`], keys.slice(2)), ['w1 q2 10000 w', 'w1', 'q2', 'publish', 'all', 1_000, 60_000])).toBe(1);
+      expect(await raw.hget(k, 'mode')).toBe('read');
+      expect(await raw.hget(k, 'read:r2')).toBe('1');
+      expect(await raw.hget(k, 'read:r3')).toBeNull();
+      expect(await raw.exists(`${k}:line`, `${k}:deadlines`, `${k}:seen`)).toBe(0);
+      await waitUntil(() => grants.length >= 2);
+      expect(grants[0]).toMatch(new RegExp(`^grant:w1 q2 10000 w ${token} \\d+ 1000$`));
+      expect(grants[1]).toMatch(/^grant:r2 q3 10000 r 0 \d+ 1000$/);
+    } finally {
+      listener.disconnect();
+    }
   });
 
   it('3 processes x 20 non-atomic increments under runWrite lose no update', async () => {

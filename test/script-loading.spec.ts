@@ -148,8 +148,9 @@ onRedis74()('Redis 7.4: another client evicting EVAL-loaded scripts', () => {
     // The other client's scripts were evicted (the server does evict), the library's were not.
     expect(await evictedScripts(raw)).toBeGreaterThanOrEqual(evictedBefore + 5_000);
     expect(busy).toEqual([]);
-    const shas = ['reentrant-acquire', 'reentrant-release', 'fair-acquire', 'semaphore-release'].map((name) => LuaScript.named(name).sha);
-    expect(await raw.script('EXISTS', ...shas)).toEqual([1, 1, 1, 1]);
+    // (The fair lock runs the reentrant scripts since fair-acquire.lua was folded into them.)
+    const shas = ['reentrant-acquire', 'reentrant-release', 'semaphore-release'].map((name) => LuaScript.named(name).sha);
+    expect(await raw.script('EXISTS', ...shas)).toEqual([1, 1, 1]);
   });
 
   it('a script the library loaded stays loaded when another client then runs the same source by EVAL', async () => {

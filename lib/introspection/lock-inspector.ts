@@ -75,14 +75,16 @@ export class LockInspector {
 
   async inspectReadWrite(name: string): Promise<LockInfo> {
     const rwKey = this.engine.keys.readWrite(name);
-    const keys = [rwKey, LockKeys.readWriteLeases(rwKey)];
+    const keys = [rwKey, LockKeys.readWriteLeases(rwKey), LockKeys.line(rwKey), LockKeys.lineDeadlines(rwKey)];
     const reply = (await this.engine.call(name, (ticket) =>
       scripts.readWrite.run(this.engine.client, keys, [this.instancePrefixForScripts()], ticket),
-    )) as [number, string | null, string | null, string[], unknown[]];
-    const [ttl, mode, fence, holderFields, instanceFields] = reply;
+    )) as [number, string | null, string | null, string[], unknown[], string[] | undefined];
+    const [ttl, mode, fence, holderFields, instanceFields, lineEntries = []] = reply;
     const triples: Array<[string, string, string]> = [];
     for (let i = 0; i + 2 < holderFields.length; i += 3) triples.push([holderFields[i], holderFields[i + 1], holderFields[i + 2]]);
-    const instances = await this.instances(instanceFields, triples.map(([owner]) => owner), name);
+    // A line entry is '<owner id> <request id> <lease> <r|w>'.
+    const waiterIds = lineEntries.map((entry) => entry.split(' ')[0]);
+    const instances = await this.instances(instanceFields, [...triples.map(([owner]) => owner), ...waiterIds], name);
     const holders = triples.map(([ownerId, count, holdMode]) =>
       withInstance({ ownerId, holdCount: Number(count), mode: holdMode as 'read' | 'write' }, instances),
     );
@@ -95,6 +97,8 @@ export class LockInspector {
       ...(locked && mode ? { mode: mode as 'read' | 'write' } : {}),
       ...(locked && fence != null ? { fencingToken: Number(fence) } : {}),
       holders,
+      // Only while someone waits (the line exists only then), as for a reentrant lock.
+      ...(waiterIds.length > 0 ? { waiters: waiterIds.map((ownerId): LockWaiterInfo => withInstance({ ownerId }, instances)) } : {}),
     };
   }
 

@@ -27,6 +27,7 @@ const modeScripts = {
   },
 } as const;
 const renewScript = LuaScript.named('rw-renew');
+const leaveScript = LuaScript.named('rw-line-leave');
 const holdCountScript = LuaScript.named('rw-hold-count');
 const forceReleaseScript = LuaScript.named('rw-force-release');
 
@@ -34,6 +35,12 @@ const forceReleaseScript = LuaScript.named('rw-force-release');
  * One view (read or write) of a read-write lock (docs/architecture.md#read-write). Both views of one owner share its hold
  * record and its lease: the watchdog renews everything the owner holds in one call, and a crashed
  * reader's lease runs out while the other readers renew theirs.
+ *
+ * While anyone waits, the lock has a line in Redis (as the reentrant lock does): a waiter joins it
+ * with its first missed attempt, a new reader does not pass a writer waiting there, and whatever
+ * frees the lock admits the head writer, or all the readers at the head, inside its script and
+ * names them in `grant:` messages on the lock's channel (one trip; a writer is not starved by
+ * overlapping readers). Without waiters nothing of the line exists and the scripts are today's.
  */
 export class ReadWriteLockView extends BaseLock {
   readonly kind: ReadWriteMode;
@@ -53,18 +60,38 @@ export class ReadWriteLockView extends BaseLock {
     return LockKeys.readWriteLeases(this.lockKey);
   }
 
-  protected async acquireScript(leaseMs: number, requestId: string, _joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
-    const { client, fenceMemoryMs } = this.engine;
+  // The line's keys (line, deadlines, last attempts, fence), made once per view.
+  private lineKeysOfLock: [string, string, string, string] | undefined;
+
+  private get lineKeys(): [string, string, string, string] {
+    return (this.lineKeysOfLock ??= LockKeys.lineKeys(this.lockKey));
+  }
+
+  /** @internal This acquisition's entry in the lock's line: the grant message that admits it names it. */
+  lineEntry(requestId: string, leaseMs: number): string {
+    return `${this.ownerId} ${requestId} ${leaseMs} ${this.mode === 'read' ? 'r' : 'w'}`;
+  }
+
+  protected async acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
+    const { client, fenceMemoryMs, publishCommand, options } = this.engine;
+    const keys = [this.lockKey, this.leasesKey, ...this.lineKeys];
+    const entry = joinLine ? this.lineEntry(requestId, leaseMs) : '';
+    const waiterTimeout = options.fairLockWaiterTimeout;
     // Only a write hold carries a fencing token: readers do not exclude each other.
     const result =
       this.mode === 'write'
         ? await modeScripts.write.acquire.run(
             client,
-            [this.lockKey, this.leasesKey, LockKeys.fence(this.lockKey)],
-            [leaseMs, this.ownerId, requestId, fenceMemoryMs],
+            keys,
+            [leaseMs, this.ownerId, requestId, fenceMemoryMs, entry, waiterTimeout, publishCommand],
             ticket,
           )
-        : await modeScripts.read.acquire.run(client, [this.lockKey, this.leasesKey], [leaseMs, this.ownerId, requestId], ticket);
+        : await modeScripts.read.acquire.run(
+            client,
+            keys,
+            [leaseMs, this.ownerId, requestId, entry, waiterTimeout, publishCommand, fenceMemoryMs],
+            ticket,
+          );
     if (result === UPGRADE_REFUSED) throw new LockUpgradeError(this.name);
     return attemptResult(result);
   }
@@ -83,9 +110,20 @@ export class ReadWriteLockView extends BaseLock {
     return { script: renewScript, keys: [this.lockKey, this.leasesKey], args: [leaseMs, this.ownerId, exact ? 0 : 1] };
   }
 
-  /** Readers share the lock: a reader never parks behind a local writer that waits for other readers. */
+  /** The line in Redis orders every waiter, this process's too: a newcomer never queues locally. */
   protected override queuesBehindLocalWaiters(): boolean {
-    return this.mode === 'write';
+    return false;
+  }
+
+  /**
+   * A waiter that gives up leaves the line, and gives back in the same script a hold a grant made to
+   * it meanwhile (its message may not have arrived): the lock goes onward in line order.
+   */
+  protected override leaveLine(requestId: string, entry: string): Promise<unknown> {
+    const { client, publishCommand, fenceMemoryMs, options } = this.engine;
+    const keys = [this.lockKey, this.leasesKey, LockKeys.channel(this.lockKey), ...this.lineKeys];
+    const args = [entry, this.ownerId, requestId, publishCommand, WAKE_ALL, options.fairLockWaiterTimeout, fenceMemoryMs];
+    return this.engine.call(this.name, (ticket) => leaveScript.run(client, keys, args, ticket)).catch(() => undefined);
   }
 
   /** The owner's hold record counts both modes: a read release by a writer answers "the other mode". */
@@ -118,17 +156,19 @@ export class ReadWriteLockView extends BaseLock {
     );
   }
 
-  /** Deletes the lock if it is held in this view's mode, whoever holds it, and wakes every waiter. */
+  /**
+   * Deletes the lock if it is held in this view's mode, whoever holds it; the waiters in line get it
+   * in line order, or, with nobody in line, every waiter is woken.
+   */
   override async forceUnlock(): Promise<boolean> {
-    const { client, publishCommand } = this.engine;
-    const keys = [this.lockKey, this.leasesKey, LockKeys.channel(this.lockKey)];
-    return (
-      (await this.engine.call(this.name, (ticket) => forceReleaseScript.run(client, keys, [this.mode, publishCommand, WAKE_ALL], ticket))) === 1
-    );
+    const { client, publishCommand, fenceMemoryMs, options } = this.engine;
+    const keys = [this.lockKey, this.leasesKey, LockKeys.channel(this.lockKey), ...this.lineKeys];
+    const args = [this.mode, publishCommand, WAKE_ALL, options.fairLockWaiterTimeout, fenceMemoryMs];
+    return (await this.engine.call(this.name, (ticket) => forceReleaseScript.run(client, keys, args, ticket))) === 1;
   }
 
   private async releaseIn(mode: ReadWriteMode, requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ModeReleaseResult> {
-    const { client, publishCommand, releaseRecordTtlMs } = this.engine;
+    const { client, publishCommand, releaseRecordTtlMs, fenceMemoryMs, options } = this.engine;
     const { release, releaseMessage } = modeScripts[mode];
     return (await release.run(
       client,
@@ -137,8 +177,9 @@ export class ReadWriteLockView extends BaseLock {
         this.leasesKey,
         LockKeys.channel(this.lockKey),
         LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`),
+        ...this.lineKeys,
       ],
-      [this.ownerId, releaseRecordTtlMs, publishCommand, releaseMessage, grantedBy],
+      [this.ownerId, releaseRecordTtlMs, publishCommand, releaseMessage, grantedBy, options.fairLockWaiterTimeout, fenceMemoryMs],
       ticket,
     )) as ModeReleaseResult;
   }

@@ -1,0 +1,58 @@
+-- A read-write lock with waiters in line may admit some now (it was freed, its writer downgraded, a
+-- holder's lease ran out, a waiter left): admit them in line order inside this script, the head
+-- writer alone (only into a free lock) or every consecutive reader at the head together (into a
+-- free or read-held lock), and name each in a grant message on the lock's channel. Nobody gets in
+-- between the release and the waiters' wake-up, so overlapping readers cannot starve a writer and a
+-- hand-off costs one trip. Each grant starts with a short lease (the waiter's own, at most the
+-- waiter timeout), which the waiter makes its full lease once it hears of it (its renewal call).
+-- Expects  rwKey, leasesKey, lineKey, deadlinesKey, seenKey, fenceKey, fenceMemoryMs,
+--          publishCommand, grantCapMs (the waiter timeout), time, now
+-- Defines  nothing
+
+-- #include line-drop-expired
+local grantedAny = false
+local grantChannel = rwKey .. ':channel'
+while true do
+  local rwMode = redis.call('hget', rwKey, 'mode')
+  local entry = redis.call('lindex', lineKey, 0)
+  if rwMode == 'write' or not entry then
+    break
+  end
+  -- #include line-entry
+  if entryOwner and entryKind == 'w' and rwMode then
+    -- Readers hold it: the head writer waits for them (and the readers behind it wait for it).
+    break
+  end
+  redis.call('lpop', lineKey)
+  redis.call('zrem', deadlinesKey, entry)
+  local seenAt = tonumber(redis.call('hget', seenKey, entry))
+  redis.call('hdel', seenKey, entry)
+  -- An entry that is not a read-write waiter's (no parts, or another kind) is dropped: nobody
+  -- would take a grant for it.
+  if entryOwner and (entryKind == 'w' or entryKind == 'r') then
+    local grantMs = math.min(tonumber(entryLease), tonumber(grantCapMs))
+    local grantToken = '0'
+    if entryKind == 'w' then
+      -- #include fence-token
+      redis.call('hset', rwKey, 'mode', 'write', 'writer', entryOwner, 'writes', 1, 'rq:' .. entryOwner, entryRequest,
+        'fence', tokenText)
+      grantToken = tokenText
+    else
+      if not rwMode then
+        redis.call('hset', rwKey, 'mode', 'read')
+      end
+      redis.call('hincrby', rwKey, 'read:' .. entryOwner, 1)
+      redis.call('hset', rwKey, 'rq:' .. entryOwner, entryRequest)
+    end
+    -- GT: never shortens a longer lease the owner may hold already.
+    redis.call('zadd', leasesKey, 'gt', now + grantMs, entryOwner)
+    grantedAny = true
+    -- How long after the waiter's last attempt (as this server saw it) the grant came (see line-grant-head).
+    local sinceSeen = seenAt and math.max(0, now - seenAt) or grantMs
+    redis.call(publishCommand, grantChannel, 'grant:' .. entry .. ' ' .. grantToken .. ' ' .. sinceSeen .. ' ' .. grantMs)
+  end
+end
+if grantedAny then
+  -- #include rw-expire-with-longest-lease
+end
+-- #include line-rearm
