@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import Redis from 'ioredis';
 import { now, sleep } from '../harness/clock';
 import type { Job } from '../harness/messages';
@@ -39,6 +40,10 @@ export async function wakeChild(context: WorkerContext): Promise<PublisherStamps
     return { publishedAt };
   }
   const subscriber = client.duplicate();
+  // ioredis writes SUBSCRIBE before its ready check's INFO, which Redis then refuses on a subscribed
+  // connection: ioredis drops it and reconnects, and the floor loses its messages. A round trip of
+  // delay (BENCH_RTT_MS) makes that race likely, so subscribe only once the connection is ready.
+  if (subscriber.status !== 'ready') await once(subscriber, 'ready');
   const sha = String(await client.script('LOAD', TRIVIAL_SCRIPT));
   const receivedAt = new Array<number | null>(messages).fill(null);
   const answeredAt = new Array<number | null>(messages).fill(null);
