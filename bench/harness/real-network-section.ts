@@ -3,6 +3,7 @@ import { table } from './markdown';
 import { describeNetwork } from './network-mode';
 import { AdapterSummary, floorTable, Summary, w4OverPublishFloor } from './report';
 import { describeRevision } from './revision';
+import { REPEAT_ONLY_UNDER_MS } from './settings';
 import { fmt } from './stats';
 
 /**
@@ -42,16 +43,29 @@ function resultTable(summary: Summary): string {
   );
 }
 
+/** "W1 1, W3 3, W4 3": runs per adapter of each workload (a run over 10 s is not repeated). */
+function runsPerWorkload(collected: Summary['collected']): string {
+  const counts = new Map<string, number[]>();
+  for (const runs of Object.values(collected.runs)) {
+    for (const [workload, outcomes] of Object.entries(runs)) counts.set(workload, [...(counts.get(workload) ?? []), outcomes?.length ?? 0]);
+  }
+  return [...counts]
+    .map(([workload, n]) => {
+      const [low, high] = [Math.min(...n), Math.max(...n)];
+      return `${workload.toUpperCase()} ${low === high ? low : `${low}-${high}`}`;
+    })
+    .join(', ');
+}
+
 export function renderRealNetworkSection(summary: Summary): string {
   const { collected } = summary;
   const network = collected.network;
   if (network?.kind !== 'relay') throw new Error('a real-network section needs a BENCH_RTT_MS run');
-  const workloads = [...new Set(Object.values(collected.runs).flatMap((runs) => Object.keys(runs)))].join(', ');
   const failures = summary.adapters.flatMap((a) => a.failures.map((f) => `- ${a.spec.label}: ${f}`));
   return [
     realNetworkHeading(network.rttMs),
     '',
-    `Measured at ${describeRevision(collected.revision)}, run of ${collected.startedAt.toISOString()}: ${describeNetwork(network)}, ${collected.settings.repetitions} repetitions of ${workloads}. Every adapter, workload and floor connects through the relay; only the harness's FLUSHALL between runs and the "no relay" PING floor go straight to redis-server. ${collected.machine.pinning}. Load average (1/5/15 min) at start / end: ${collected.machine.loadAverageAtStart} / ${collected.machine.loadAverageAtEnd ?? '?'}.`,
+    `Measured at ${describeRevision(collected.revision)}, run of ${collected.startedAt.toISOString()}: ${describeNetwork(network)}, ${collected.settings.repetitions} repetitions; runs per adapter: ${runsPerWorkload(collected)} (a run that took over ${REPEAT_ONLY_UNDER_MS / 1000} s is not repeated), medians over runs, W4 pooled. Every adapter, workload and floor connects through the relay; only the harness's FLUSHALL between runs and the "no relay" PING floor go straight to redis-server. ${collected.machine.pinning}. Load average (1/5/15 min) at start / end: ${collected.machine.loadAverageAtStart} / ${collected.machine.loadAverageAtEnd ?? '?'}.`,
     '',
     resultTable(summary),
     '',
