@@ -5,8 +5,10 @@
  *
  * Environment: BENCH_QUICK=1 (small sizes, one repetition), BENCH_REPS=n, BENCH_ADAPTERS=id,id,
  * BENCH_WORKLOADS=w1,w3, REDIS_URL=redis://127.0.0.1:port (a server the bench may FLUSHALL),
- * BENCH_NO_PIN=1. `node dist/bench/run.js --from dist/bench/last-run.json` only re-renders the
- * report (and RESULTS.md) from a previous run's raw figures, e.g. after editing closing-note.md.
+ * BENCH_NO_PIN=1, BENCH_RTT_MS=0.5 (every client and floor through a delay relay with that round
+ * trip; its figures go to a RESULTS.md section of their own, see harness/real-network-section.ts).
+ * `node dist/bench/run.js --from dist/bench/last-run.json` only re-renders the report (and
+ * RESULTS.md) from a previous run's raw figures, e.g. after editing closing-note.md.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,8 +21,12 @@ import type { RoundTripFloor } from './floors/round-trips';
 import { redisCliLatency } from './floors/redis-cli-latency';
 import type { Collected, Outcome } from './harness/collected';
 import { NODE_CORE, pinningAvailable, REDIS_CORE } from './harness/cpu';
-import { adminClient, BenchRedis, startBenchRedis } from './harness/redis-server';
+import { DelayRelay, startDelayRelay } from './harness/delay-relay';
+import { networkModeFromEnv, oneWayDelayUs } from './harness/network-mode';
+import { keptRealNetworkSections, renderRealNetworkSection, writeRealNetworkSection } from './harness/real-network-section';
+import { adminClient, startBenchRedis } from './harness/redis-server';
 import { renderReport, summarize } from './harness/report';
+import { currentRevision } from './harness/revision';
 import { BenchSettings, FULL, JOB_TIMEOUT_MS, OURS_ONLY, QUICK, REPEAT_ONLY_UNDER_MS, WorkloadId, WORKLOADS } from './harness/settings';
 import { runJob } from './harness/worker-process';
 import { runW3 } from './workloads/w3-contended';
@@ -73,25 +79,40 @@ async function attempt<T>(what: string, work: () => Promise<T>): Promise<Outcome
   }
 }
 
-async function runWorkload(redis: BenchRedis, settings: BenchSettings, spec: AdapterSpec, workload: WorkloadId): Promise<unknown> {
-  const run = { redisUrl: redis.url, adapter: spec.id, timeoutMs: JOB_TIMEOUT_MS };
+/** Where the clients connect: redis-server itself, or the delay relay in front of it. */
+interface ClientEndpoint {
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+async function runWorkload(clients: ClientEndpoint, settings: BenchSettings, spec: AdapterSpec, workload: WorkloadId): Promise<unknown> {
+  const run = { redisUrl: clients.url, adapter: spec.id, timeoutMs: JOB_TIMEOUT_MS };
   switch (workload) {
     case 'w3':
       return runW3({ ...run, params: settings.w3 });
     case 'w4':
       return runW4({ ...run, params: settings.w4 });
     default:
-      return runJob({ task: workload, adapter: spec.id, redisUrl: redis.url, params: settings[workload] }, JOB_TIMEOUT_MS);
+      return runJob({ task: workload, adapter: spec.id, redisUrl: clients.url, params: settings[workload] }, JOB_TIMEOUT_MS);
   }
 }
 
-/** The round-trip floors and `redis-cli --latency`, at the start of each repetition. */
-async function measureRoundTrips(redis: BenchRedis, settings: BenchSettings, collected: Collected, rep: number): Promise<void> {
-  const roundTrips = await attempt(`rep ${rep} floor: round trips`, () =>
-    runJob<RoundTripFloor>({ task: 'floor-round-trips', redisUrl: redis.url, params: settings.roundTrips }, JOB_TIMEOUT_MS),
-  );
+const roundTripFloor = (url: string, settings: BenchSettings): Promise<RoundTripFloor> =>
+  runJob<RoundTripFloor>({ task: 'floor-round-trips', redisUrl: url, params: settings.roundTrips }, JOB_TIMEOUT_MS);
+
+/**
+ * The round-trip floors and `redis-cli --latency`, at the start of each repetition, as the clients
+ * see them; behind the relay also straight to redis-server, so the report shows the RTT it added.
+ */
+async function measureRoundTrips(clients: ClientEndpoint, directUrl: string, settings: BenchSettings, collected: Collected, rep: number): Promise<void> {
+  const roundTrips = await attempt(`rep ${rep} floor: round trips`, () => roundTripFloor(clients.url, settings));
   if (roundTrips.ok) collected.floors.roundTrips.push(roundTrips.value);
-  const cli = redisCliLatency(redis.host, redis.port, settings.cliLatencySeconds);
+  if (clients.url !== directUrl) {
+    const direct = await attempt(`rep ${rep} floor: round trips without the relay`, () => roundTripFloor(directUrl, settings));
+    if (direct.ok) (collected.floors.directRoundTrips ??= []).push(direct.value);
+  }
+  const cli = redisCliLatency(clients.host, clients.port, settings.cliLatencySeconds);
   if (cli) collected.floors.cliLatency.push(cli);
 }
 
@@ -100,8 +121,8 @@ async function measureRoundTrips(redis: BenchRedis, settings: BenchSettings, col
  * depending on what else runs, so it is measured right before this library's W4 run it is compared
  * with (or at the start of the repetition when that run is not part of this bench).
  */
-async function measureWake(redis: BenchRedis, settings: BenchSettings, collected: Collected, rep: number): Promise<void> {
-  const wake = await attempt(`rep ${rep} floor: pub/sub wake`, () => runWakeFloor(redis.url, settings.wake, JOB_TIMEOUT_MS));
+async function measureWake(clients: ClientEndpoint, settings: BenchSettings, collected: Collected, rep: number): Promise<void> {
+  const wake = await attempt(`rep ${rep} floor: pub/sub wake`, () => runWakeFloor(clients.url, settings.wake, JOB_TIMEOUT_MS));
   if (wake.ok) collected.floors.wake.push(wake.value);
 }
 
@@ -114,19 +135,37 @@ async function main(): Promise<void> {
   if (process.env.BENCH_W6 === 'only') return runW6Section(process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
   if (process.env.BENCH_MEMORY === 'only') return runMemorySection(process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
   pinSelf();
+  const network = networkModeFromEnv();
   const settings = chosenSettings();
   const adapterIds = listFromEnv('BENCH_ADAPTERS', ADAPTERS.map((a) => a.id));
   const workloads = listFromEnv('BENCH_WORKLOADS', WORKLOADS);
-  const fullRun = settings === FULL && !process.env.BENCH_ADAPTERS && !process.env.BENCH_WORKLOADS;
+  // RESULTS.md's main tables are loopback figures: a relay run is never a full run (it has its own section).
+  const fullRun = settings === FULL && !process.env.BENCH_ADAPTERS && !process.env.BENCH_WORKLOADS && network.kind === 'loopback';
 
   const redis = await startBenchRedis();
-  const stopRedis = (): void => void redis.stop().finally(() => process.exit(130));
-  process.once('SIGINT', stopRedis);
-  process.once('SIGTERM', stopRedis);
+  let relay: DelayRelay | undefined;
+  const stopServers = async (): Promise<void> => {
+    await relay?.stop();
+    await redis.stop();
+  };
+  const interrupted = (): void => void stopServers().finally(() => process.exit(130));
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  try {
+    if (network.kind === 'relay') relay = await startDelayRelay(redis.port, oneWayDelayUs(network));
+  } catch (error) {
+    await stopServers();
+    throw error;
+  }
+  // Every adapter and floor connects here; only the harness's FLUSHALL (and, behind the relay, one
+  // PING floor for comparison) goes straight to redis-server.
+  const clients: ClientEndpoint = relay ? { url: relay.url, host: '127.0.0.1', port: relay.port } : redis;
   const cpu = cpus();
   const collected: Collected = {
     settings,
     startedAt: new Date(),
+    network,
+    revision: currentRevision(),
     machine: {
       cpuModel: cpu[0]?.model ?? 'unknown',
       cores: cpu.length,
@@ -136,7 +175,7 @@ async function main(): Promise<void> {
       redis: redis.version,
       redisSource: redis.owned ? `redis-server started by the bench on 127.0.0.1:${redis.port}, no persistence` : `REDIS_URL ${redis.url}`,
       pinning: pinningAvailable()
-        ? `taskset: redis-server on core ${redis.owned ? REDIS_CORE : '(external, not pinned)'}, every Node process (bench and workers) on core ${NODE_CORE}`
+        ? `taskset: redis-server on core ${redis.owned ? REDIS_CORE : '(external, not pinned)'}, every Node process (bench and workers) on core ${NODE_CORE}${relay ? `; ${relay.pinning}` : ''}`
         : 'none (taskset missing, fewer than 2 cores, or BENCH_NO_PIN=1)',
       loadAverageAtStart: load(),
     },
@@ -153,16 +192,16 @@ async function main(): Promise<void> {
     } else collected.runs[spec.id] = {};
   }
   const live = specs.filter((spec) => !collected.unavailable[spec.id]);
-  log(`Redis ${redis.version} at ${redis.url}; ${live.length} adapters x ${workloads.join(',')} x ${settings.repetitions} repetitions`);
+  log(`Redis ${redis.version} at ${redis.url}${relay ? `, clients through the delay relay at ${relay.url} (${relay.oneWayUs} us each way)` : ''}; ${live.length} adapters x ${workloads.join(',')} x ${settings.repetitions} repetitions`);
 
   const admin = adminClient(redis.url);
   const runOnce = new Set<string>();
   try {
     for (let rep = 1; rep <= settings.repetitions; rep++) {
       await admin.flushall();
-      await measureRoundTrips(redis, settings, collected, rep);
+      await measureRoundTrips(clients, redis.url, settings, collected, rep);
       const wakeBeforeW4 = workloads.includes('w4') && live.some((spec) => spec.reference);
-      if (!wakeBeforeW4) await measureWake(redis, settings, collected, rep);
+      if (!wakeBeforeW4) await measureWake(clients, settings, collected, rep);
       // Rotate the order each repetition so no adapter always runs first (or last) on a shared machine.
       const order = live.map((_, i) => live[(i + rep - 1) % live.length]);
       for (const spec of order) {
@@ -170,8 +209,8 @@ async function main(): Promise<void> {
           if (runOnce.has(`${spec.id} ${workload}`)) continue;
           if (OURS_ONLY.includes(workload) && !spec.ours) continue;
           await admin.flushall(); // a killed worker must not leave a held lock to the next run
-          if (workload === 'w4' && spec.reference) await measureWake(redis, settings, collected, rep);
-          const { ms, ...outcome } = await attempt(`rep ${rep} ${spec.id} ${workload}`, () => runWorkload(redis, settings, spec, workload));
+          if (workload === 'w4' && spec.reference) await measureWake(clients, settings, collected, rep);
+          const { ms, ...outcome } = await attempt(`rep ${rep} ${spec.id} ${workload}`, () => runWorkload(clients, settings, spec, workload));
           if (ms > REPEAT_ONLY_UNDER_MS) runOnce.add(`${spec.id} ${workload}`);
           const runs = collected.runs[spec.id] as Record<WorkloadId, Array<Outcome<unknown>>>;
           (runs[workload] ??= []).push(outcome as Outcome<unknown>);
@@ -180,7 +219,7 @@ async function main(): Promise<void> {
     }
   } finally {
     admin.disconnect();
-    await redis.stop();
+    await stopServers();
   }
   collected.finishedAt = new Date();
   collected.machine.loadAverageAtEnd = load();
@@ -188,16 +227,27 @@ async function main(): Promise<void> {
   mkdirSync(__dirname, { recursive: true });
   writeFileSync(RAW_FILE, JSON.stringify(collected, null, 1));
   report(collected, fullRun || process.env.BENCH_WRITE === '1');
+  if (network.kind === 'relay') {
+    // Both start servers of their own without the relay: loopback figures, not part of this mode.
+    log('relay mode: the memory section and W6 are left out (they run on loopback only)');
+    return;
+  }
   if (process.env.BENCH_MEMORY !== '0') await runMemorySection(fullRun || process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
   if (process.env.BENCH_W6 !== '0') await runW6Section(fullRun || process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
 }
 
-/** Prints the report and, for a full run, writes RESULTS.md; exit code 2 on a safety failure. */
+/**
+ * Prints the report and, for a full run, writes RESULTS.md (a relay run: its own section of it);
+ * exit code 2 on a safety failure.
+ */
 function report(collected: Collected, writeResults: boolean): void {
   const summary = summarize(collected);
   const body = renderReport(summary);
   process.stdout.write(`\n${body}\n`);
-  if (writeResults) {
+  if (writeResults && collected.network?.kind === 'relay') {
+    writeRealNetworkSection(RESULTS_FILE, renderRealNetworkSection(summary));
+    log(`wrote the real-network section of ${RESULTS_FILE}`);
+  } else if (writeResults) {
     const note = existsSync(CLOSING_NOTE_FILE) ? `\n${readFileSync(CLOSING_NOTE_FILE, 'utf8')}` : '';
     // The W6 section (written by its own run, see runW6Section) is kept until W6 runs again.
     const previous = existsSync(RESULTS_FILE) ? readFileSync(RESULTS_FILE, 'utf8') : '';
@@ -206,9 +256,11 @@ function report(collected: Collected, writeResults: boolean): void {
     // So is the memory section (runMemorySection), which sits before W6.
     const memoryStart = previous.indexOf(MEMORY_HEADING);
     const memory = memoryStart >= 0 ? `\n${previous.slice(memoryStart, w6Start > memoryStart ? w6Start : undefined).trimEnd()}\n` : '';
+    // And the real-network sections (BENCH_RTT_MS runs), which sit before the memory section.
+    const realNetwork = keptRealNetworkSections(previous);
     writeFileSync(
       RESULTS_FILE,
-      `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.ts); bench/README.md says what each workload does.\n\n${body}\n${note}${memory}${w6}`,
+      `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.ts); bench/README.md says what each workload does.\n\n${body}\n${note}${realNetwork}${memory}${w6}`,
     );
     log(`wrote ${RESULTS_FILE}`);
   } else log('partial or quick run: bench/RESULTS.md left as it was (BENCH_WRITE=1 to write it anyway)');

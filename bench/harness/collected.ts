@@ -5,6 +5,8 @@ import type { W2Result } from '../workloads/w2-concurrent';
 import type { W3Result } from '../workloads/w3-contended';
 import type { W4Result } from '../workloads/w4-handoff';
 import type { W5Result } from '../workloads/w5-many-waiters';
+import type { NetworkMode } from './network-mode';
+import type { Revision } from './revision';
 import type { BenchSettings, WorkloadId } from './settings';
 
 export interface WorkloadResults {
@@ -25,8 +27,15 @@ export interface Collected {
   readonly startedAt: Date;
   finishedAt?: Date;
   readonly machine: MachineNotes;
+  /** Loopback or the delay relay (absent in raw files from before BENCH_RTT_MS: loopback). */
+  readonly network?: NetworkMode;
+  /** The commit measured (absent in older raw files). */
+  readonly revision?: Revision;
   readonly floors: {
+    /** Through the relay in relay mode, like every client. */
     roundTrips: RoundTripFloor[];
+    /** Relay mode only: the same floor straight to redis-server, to show what the relay adds. */
+    directRoundTrips?: RoundTripFloor[];
     wake: WakeFloor[];
     cliLatency: Array<{ avgMs: number; samples: number }>;
   };

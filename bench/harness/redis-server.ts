@@ -50,11 +50,16 @@ export async function startBenchRedis(): Promise<BenchRedis> {
   ]);
   const child = spawn(command, args, { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const kill = (): void => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
+  // Also when the bench dies on an uncaught error (an EPIPE on a closed stderr): no orphaned server.
+  process.once('exit', kill);
   const url = `redis://127.0.0.1:${port}`;
   try {
     await waitForPing(url, 10_000, () => (child.exitCode !== null ? `redis-server exited with code ${child.exitCode}` : undefined));
   } catch (error) {
-    child.kill('SIGKILL');
+    kill();
     throw error;
   }
   return {
@@ -64,8 +69,9 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     owned: true,
     version: await serverVersion(url),
     async stop() {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      kill();
       await exited;
+      process.removeListener('exit', kill);
     },
   };
 }

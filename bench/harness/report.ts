@@ -3,6 +3,7 @@ import type { AdapterSpec } from '../adapters/adapter';
 import type { Collected, Outcome, WorkloadResults } from './collected';
 import type { W5Result } from '../workloads/w5-many-waiters';
 import { table } from './markdown';
+import { describeNetwork } from './network-mode';
 import { REPEAT_ONLY_UNDER_MS, WORKLOADS, WorkloadId } from './settings';
 import { fmt, median, percentile } from './stats';
 
@@ -56,6 +57,10 @@ export interface FloorSummary {
   /** W1's floor: one acquire and one release, each one sequential EVALSHA. */
   twoRoundTripOpsPerSec: number;
   publishToMessageP50Ms: number;
+  publishToMessageP99Ms: number;
+  /** Relay mode: PING straight to redis-server, without the relay (NaN on loopback). */
+  directPingP50Ms: number;
+  directPingP99Ms: number;
   wakeFloorP50Ms: number;
   wakeFloorP99Ms: number;
 }
@@ -151,7 +156,7 @@ function summarizeW5(w5: W5Result[]): W5Summary | undefined {
 }
 
 function summarizeFloors(collected: Collected): FloorSummary {
-  const { roundTrips, wake, cliLatency } = collected.floors;
+  const { roundTrips, wake, cliLatency, directRoundTrips = [] } = collected.floors;
   const evalshaPerSec = med(roundTrips, (r) => r.evalshaPerSec);
   return {
     cliIdleRttMs: med(cliLatency, (r) => r.avgMs),
@@ -161,6 +166,9 @@ function summarizeFloors(collected: Collected): FloorSummary {
     evalshaPerSec,
     twoRoundTripOpsPerSec: evalshaPerSec / 2,
     publishToMessageP50Ms: med(wake, (r) => r.publishToMessageP50Ms),
+    publishToMessageP99Ms: med(wake, (r) => r.publishToMessageP99Ms ?? NaN),
+    directPingP50Ms: med(directRoundTrips, (r) => r.pingP50Ms),
+    directPingP99Ms: med(directRoundTrips, (r) => r.pingP99Ms),
     wakeFloorP50Ms: med(wake, (r) => r.wakeFloorP50Ms),
     wakeFloorP99Ms: med(wake, (r) => r.wakeFloorP99Ms),
   };
@@ -316,16 +324,26 @@ function ratioTable(summary: Summary): string {
   return table(['library', 'W1 ops/s', 'W2 ops/s', 'W3 hand-offs/s', 'W4 hand-off time', 'W5 drain time'], rows);
 }
 
-function floorTable(floors: FloorSummary): string {
+/** W4's median hand-off over the PUBLISH -> message floor: how far above one pub/sub notification. */
+export function w4OverPublishFloor(a: AdapterSummary, floors: FloorSummary): string {
+  return a.w4 ? x(a.w4.medianMs / floors.publishToMessageP50Ms) : 'n/a';
+}
+
+export function floorTable(floors: FloorSummary, relay: boolean): string {
+  const via = relay ? ' (through the relay)' : '';
+  const direct: string[][] = relay
+    ? [['PING round trip straight to redis-server (no relay), p50 / p99', `${fmt(floors.directPingP50Ms)} / ${fmt(floors.directPingP99Ms)} ms`]]
+    : [];
   return table(
     ['floor (same Redis, same run)', 'value'],
     [
-      ['`redis-cli --latency` (idle client, 10 ms apart), avg', `${fmt(floors.cliIdleRttMs)} ms`],
-      ['PING round trip, back to back from Node, p50 / p99', `${fmt(floors.pingP50Ms)} / ${fmt(floors.pingP99Ms)} ms`],
+      [`\`redis-cli --latency\` (idle client, 10 ms apart${relay ? ', through the relay' : ''}), avg`, `${fmt(floors.cliIdleRttMs)} ms`],
+      [`PING round trip, back to back from Node${via}, p50 / p99`, `${fmt(floors.pingP50Ms)} / ${fmt(floors.pingP99Ms)} ms`],
+      ...direct,
       ['EVALSHA (trivial script) back to back, p50', `${fmt(floors.evalshaP50Ms)} ms`],
       ['sequential EVALSHA rate', `${fmt(floors.evalshaPerSec)} /s`],
       ['W1 floors: 1 / 2 sequential EVALSHA per locked call', `${fmt(floors.evalshaPerSec)} / ${fmt(floors.twoRoundTripOpsPerSec)} ops/s`],
-      ['PUBLISH -> message in a subscriber process idle for 10-20 ms, p50', `${fmt(floors.publishToMessageP50Ms)} ms`],
+      [`PUBLISH -> message in a subscriber process idle for 10-20 ms${relay ? ', both through the relay' : ''}, p50 / p99`, `${fmt(floors.publishToMessageP50Ms)} / ${fmt(floors.publishToMessageP99Ms)} ms`],
       ['pub/sub wake floor: PUBLISH -> message -> one EVALSHA, p50 / p99 (measured right before this library\'s W4)', `${fmt(floors.wakeFloorP50Ms)} / ${fmt(floors.wakeFloorP99Ms)} ms`],
     ],
     1,
@@ -348,12 +366,13 @@ function detailTables(summary: Summary): string {
     ]),
   );
   const w4 = table(
-    ['library', 'hand-offs', 'median ms', 'p99 ms', 'give-ups', 'left out (waiter late)', 'repetitions'],
+    ['library', 'hand-offs', 'median ms', 'p99 ms', 'median / PUBLISH -> message floor', 'give-ups', 'left out (waiter late)', 'repetitions'],
     live.map((a) => [
       a.spec.label,
       String(a.w4?.handoffs ?? 'n/a'),
       fmt(a.w4?.medianMs),
       fmt(a.w4?.p99Ms),
+      w4OverPublishFloor(a, summary.floors),
       String(a.w4?.giveUps ?? 'n/a'),
       String(a.w4?.late ?? 'n/a'),
       String(a.w4?.repetitions ?? 'n/a'),
@@ -444,6 +463,8 @@ export function renderReport(summary: Summary): string {
     ...safety,
     `Run of ${collected.startedAt.toISOString()} (${minutes} min), ${settings.repetitions} repetitions, every adapter and workload in fresh processes. Medians over repetitions; W4 pools the hand-offs of all its repetitions.`,
     '',
+    `Network: ${describeNetwork(collected.network)}.`,
+    '',
     '## Results',
     '',
     headlineTable(summary),
@@ -458,7 +479,7 @@ export function renderReport(summary: Summary): string {
     '',
     '## Floors',
     '',
-    floorTable(summary.floors),
+    floorTable(summary.floors, collected.network?.kind === 'relay'),
     '',
     '## Targets',
     '',
@@ -483,6 +504,7 @@ export function renderReport(summary: Summary): string {
         ['OS', machine.os],
         ['Node', machine.node],
         ['Redis', `${machine.redis} (${machine.redisSource})`],
+        ['network', describeNetwork(collected.network)],
         ['pinning', machine.pinning],
         ['load average (1/5/15 min) at start / end', `${machine.loadAverageAtStart} / ${machine.loadAverageAtEnd ?? '?'}`],
       ],
