@@ -1,17 +1,28 @@
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { ReadWriteLockService } from '../../lib';
+import type { LockModuleOptions } from '../../lib';
 import { createLockApp, deferred, releasesSettled, sleep, waitUntil } from '../support/lock-app';
-import { startRedis, TestRedis } from '../support/redis-server';
+import { kitEngine } from '../support/lock-contract';
+import { describeOnCluster, startRedisCluster } from '../support/redis-cluster';
+import { startRedis } from '../support/redis-server';
+
+/** Where a suite runs: module instances on one server, and a raw client of that server. */
+interface Server {
+  createApp(options: Omit<LockModuleOptions, 'redis'>): Promise<TestingModule>;
+  client(): Redis;
+  stop(): Promise<void>;
+}
 
 /**
  * The read-write lock's line in Redis, across two module instances (two processes, as far as Redis
  * can tell): a writer is not starved by overlapping readers, two writers share the lock, and the
  * readers queued behind a writer are admitted together.
  */
-describe('read-write lock hand-off (starvation)', () => {
+function describeReadWriteHandOff(title: string, start: () => Promise<Server>): void {
+describe(`read-write lock hand-off (starvation, ${title})`, () => {
   const WATCHDOG_MS = 600;
-  let redis: TestRedis;
+  let redis: Server;
   let raw: Redis;
   let app: TestingModule;
   let other: TestingModule;
@@ -21,11 +32,11 @@ describe('read-write lock hand-off (starvation)', () => {
   const service = (module: TestingModule) => module.get(ReadWriteLockService);
 
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await start();
     raw = redis.client();
-    app = await createLockApp({ redis: redis.url, watchdogTimeout: WATCHDOG_MS });
-    other = await createLockApp({ redis: redis.url, watchdogTimeout: WATCHDOG_MS });
-  });
+    app = await redis.createApp({ watchdogTimeout: WATCHDOG_MS });
+    other = await redis.createApp({ watchdogTimeout: WATCHDOG_MS });
+  }, 60_000);
   afterAll(async () => {
     await app?.close();
     await other?.close();
@@ -155,5 +166,27 @@ describe('read-write lock hand-off (starvation)', () => {
     await releasesSettled(app);
     await releasesSettled(other);
     expect(await raw.exists(key(name), `${key(name)}:line`)).toBe(0);
+  });
+});
+}
+
+describeReadWriteHandOff('redis', async () => {
+  const redis = await startRedis();
+  return { createApp: (options) => createLockApp({ ...options, redis: redis.url }), client: () => redis.client(), stop: () => redis.stop() };
+});
+
+describeReadWriteHandOff('testing kit', async () => {
+  const kit = await kitEngine.start();
+  return { createApp: (options) => kit.createApp({ ...options, redis: kit.url }), client: () => kit.client(), stop: () => kit.stop() };
+});
+
+describeOnCluster('read-write lock hand-off on a cluster', () => {
+  describeReadWriteHandOff('3-master cluster', async () => {
+    const cluster = await startRedisCluster(3);
+    return {
+      createApp: (options) => createLockApp({ ...options, redis: cluster.cluster() }),
+      client: () => cluster.cluster() as unknown as Redis,
+      stop: () => cluster.stop(),
+    };
   });
 });
