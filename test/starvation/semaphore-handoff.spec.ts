@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { SemaphoreService } from '../../lib';
 import { printed, spawnFixture } from '../support/child-process';
-import { createLockApp, sleep, waitUntil } from '../support/lock-app';
+import { createLockApp, sleep, waitersQueued, waitUntil } from '../support/lock-app';
 import { startRedis, TestRedis } from '../support/redis-server';
 
 /** The channel of semaphore `name` with the default prefix: grants are published there. */
@@ -85,6 +85,23 @@ describe('semaphore hand-off: a release grants the permits to the waiters in lin
     process.stdout.write(`semaphore hand-off share: rounds ${rounds.join(' / ')}\n`);
     expect(Math.min(...rounds)).toBeGreaterThan(0);
     expect(Math.min(...rounds) / Math.max(...rounds)).toBeGreaterThanOrEqual(0.5);
+  }, 30_000);
+
+  it('a waiter handed permits on the short grant lease confirms its full lease (a fixed leaseTime too) and keeps them past the grant lease', async () => {
+    const name = 'handoff-confirm';
+    const holder = await a.get(SemaphoreService).getSemaphore(name, { permits: 1 }).acquire();
+    const waiting = b.get(SemaphoreService).getSemaphore(name, { permits: 1 }).acquire({ waitTime: 10_000, leaseTime: 20_000 });
+    await waitUntil(async () => (await a.get(SemaphoreService).inspect(name)).waiters.length === 1, 10_000);
+    // Asleep on its subscription: it hears of the grant (rather than finding it by its next attempt).
+    await waitersQueued(b, 1);
+    await holder.release();
+    const permit = await waiting;
+    // Handed over (the grant named it), then confirmed in the background to its 20 s lease.
+    await waitUntil(() => messages.some((m) => m.startsWith('grant:') && m.split(' ').includes(String(permit.fencingToken))), 2_000);
+    await waitUntil(async () => ((await a.get(SemaphoreService).inspect(name)).holders[0]?.ttl ?? 0) > WAITER_TIMEOUT_MS * 2, 2_000);
+    await sleep(WAITER_TIMEOUT_MS + 300);
+    expect(permit.signal.aborted).toBe(false);
+    await permit.release();
   }, 30_000);
 
   it('a granted waiter that died delays the next waiter by no more than the grant lease', async () => {
