@@ -111,10 +111,11 @@ else
     -- Once in line, a retry (or a resent attempt) only refreshes the deadline: never queued twice.
     if not redis.call('zscore', deadlinesKey, permitId) then
       redis.call('rpush', lineKey, permitId)
-      redis.call('hset', semKey, 'permits', permits, 'w:' .. permitId, take, 'l:' .. permitId, leaseMs)
     end
     redis.call('zadd', deadlinesKey, now + waiterTimeoutMs, permitId)
-    redis.call('hset', semKey, 's:' .. permitId, now)
+    -- Each attempt writes its request again (one call, needed anyway for s:): a hash that vanished
+    -- meanwhile (the testing kit's loseLock) gets it back before a release grants anything.
+    redis.call('hset', semKey, 'permits', permits, 'w:' .. permitId, take, 'l:' .. permitId, leaseMs, 's:' .. permitId, now)
   end
   -- Sleep until the first lease ends (a permit may come back by expiry) or a heartbeat is due.
   local first = redis.call('zrange', leasesKey, 0, 0, 'withscores')
