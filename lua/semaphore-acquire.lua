@@ -1,24 +1,28 @@
 -- Take permits of a semaphore, or wait for them in its FIFO line.
 -- KEYS[1]  semaphore hash: field permits = the limit (kept while the semaphore is in use), used =
 --          permits held, o:<permit id> = permits that holder took, f:<permit id> = its fencing token,
---          w:<permit id> = permits a waiter in line asks for
+--          w:<permit id> = permits a waiter in line asks for, l:<permit id> = its lease in ms (the
+--          grant a release makes it is that long at most), s:<permit id> = when it last attempted
+--          (ms, server clock; see semaphore-grant-line)
 -- KEYS[2]  holder leases: sorted set permit id -> lease deadline in ms on the server clock; a holder
 --          whose deadline passed (it crashed) gives its permits back at the next script run
 -- KEYS[3]  waiting line: list of permit ids, first come first
 -- KEYS[4]  waiter deadlines: sorted set permit id -> deadline in ms on the server clock, refreshed by
 --          each attempt; a waiter that stops refreshing it (it crashed) leaves the line once it passes
 -- KEYS[5]  fence: the last fencing token handed out for this semaphore (see reentrant-acquire.lua)
--- KEYS[6]  channel on which released permits wake the waiters they admit
+-- KEYS[6]  channel on which freed permits are granted to (or wake) the waiters they admit
 -- ARGV[1]  permits: the limit the caller expects
 -- ARGV[2]  take: how many permits the caller asks for (1 <= take <= permits)
 -- ARGV[3]  lease in ms (a fraction is rounded up: PEXPIRE takes whole ms)
 -- ARGV[4]  permit id (one per acquisition: an owner id)
--- ARGV[5]  waiter timeout in ms: a waiter's deadline is now + this
+-- ARGV[5]  waiter timeout in ms: a waiter's deadline is now + this; also the longest lease a
+--          grant to a waiter starts with
 -- ARGV[6]  '1' to join (or keep a place in) the line when not granted; '0' for a single attempt
 --          that never joins
 -- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[8]  how long the fence key outlives its last use, in ms
--- Returns  {token} when granted (a resent attempt that was granted already gets the same token);
+-- Returns  {token} when granted (a resent attempt that was granted already, or a waiter whose
+--          permits a release granted, gets the same token, its lease now the full ARGV[3]);
 --          {'limit', stored limit} when the semaphore is in use with another limit;
 --          otherwise how long the caller may sleep before retrying, in ms
 local semKey = KEYS[1]
@@ -36,10 +40,22 @@ local joinLine = ARGV[6] == '1'
 local publishCommand = ARGV[7]
 local fenceMemoryMs = ARGV[8]
 
--- A resent attempt (ioredis replays unanswered commands after a reconnect) that was granted already.
+-- A resent attempt (ioredis replays unanswered commands after a reconnect) that was granted
+-- already, or a waiter a release granted permits to while this attempt was on its way (it missed
+-- or has not yet heard the grant message): it holds them, on the full lease from now on (this is
+-- its confirmation). A grant whose lease ended is not returned: the permits went back.
 local heldToken = redis.call('hget', semKey, 'f:' .. permitId)
 if heldToken then
-  return { tonumber(heldToken) }
+  -- #include server-clock
+  local deadline = tonumber(redis.call('zscore', leasesKey, permitId))
+  if deadline and deadline > now then
+    redis.call('zadd', leasesKey, math.max(deadline, now + leaseMs), permitId)
+    if redis.call('pttl', semKey) < leaseMs then
+      redis.call('pexpire', semKey, leaseMs)
+      redis.call('pexpire', leasesKey, leaseMs)
+    end
+    return { tonumber(heldToken) }
+  end
 end
 
 local stored = tonumber(redis.call('hget', semKey, 'permits'))
@@ -71,30 +87,18 @@ if fits and free > 0 then
   end
 end
 
--- The waiters at the head of the line whose requests fit in `available`, stopping at the first
--- that does not; the caller itself is left out (it has its answer).
-local function admitted(available)
-  local ids = {}
-  if available <= 0 then return ids end
-  for _, id in ipairs(redis.call('lrange', lineKey, 0, available - 1)) do
-    local want = tonumber(redis.call('hget', semKey, 'w:' .. id)) or 1
-    if want > available then break end
-    available = available - want
-    if id ~= permitId then ids[#ids + 1] = id end
-  end
-  return ids
-end
-
 local function rearm()
   -- #include semaphore-rearm
 end
 
 local reply
+local leftLine = false
 if fits then
   if redis.call('zscore', deadlinesKey, permitId) then
     redis.call('lrem', lineKey, 1, permitId)
     redis.call('zrem', deadlinesKey, permitId)
-    redis.call('hdel', semKey, 'w:' .. permitId)
+    redis.call('hdel', semKey, 'w:' .. permitId, 'l:' .. permitId, 's:' .. permitId)
+    leftLine = true
   end
   -- #include fence-token
   redis.call('hset', semKey, 'permits', permits, 'o:' .. permitId, take, 'f:' .. permitId, tokenText)
@@ -107,21 +111,24 @@ else
     -- Once in line, a retry (or a resent attempt) only refreshes the deadline: never queued twice.
     if not redis.call('zscore', deadlinesKey, permitId) then
       redis.call('rpush', lineKey, permitId)
-      redis.call('hset', semKey, 'permits', permits, 'w:' .. permitId, take)
     end
     redis.call('zadd', deadlinesKey, now + waiterTimeoutMs, permitId)
+    -- Each attempt writes its request again (one call, needed anyway for s:): a hash that vanished
+    -- meanwhile (the testing kit's loseLock) gets it back before a release grants anything.
+    redis.call('hset', semKey, 'permits', permits, 'w:' .. permitId, take, 'l:' .. permitId, leaseMs, 's:' .. permitId, now)
   end
   -- Sleep until the first lease ends (a permit may come back by expiry) or a heartbeat is due.
   local first = redis.call('zrange', leasesKey, 0, 0, 'withscores')
   reply = first[2] and math.max(1, tonumber(first[2]) - now) or waiterTimeoutMs
 end
 
--- Permits that came back by expiry (or a dead waiter that stood in the way) may admit others.
-if changed then
-  local ids = admitted(free)
-  if #ids > 0 then
-    redis.call(publishCommand, channel, 'ids:' .. table.concat(ids, ' '))
-  end
+-- Permits that came back by expiry (or a dead waiter that stood in the way, or the caller that
+-- stood first) may admit the waiters now at the head of the line: they get them at once. The
+-- caller is never among them (it has its answer: granted, or it does not fit).
+if changed or leftLine then
+  local skipId = permitId
+  local grantCapMs = waiterTimeoutMs
+  -- #include semaphore-grant-line
 end
 if fits or joinLine or changed then rearm() end
 return reply

@@ -1,17 +1,21 @@
 -- Give back the permits of one holder (a release, or a waiter undoing a grant it gave up on), and
--- wake the waiters at the head of the line that the free permits now admit.
+-- grant the free permits to the waiters at the head of the line that they now admit (see
+-- semaphore-grant-line: one message per waiter, which then holds them).
 -- KEYS[1]  semaphore hash (see semaphore-acquire.lua)
 -- KEYS[2]  holder leases (sorted set permit id -> lease deadline, server clock)
 -- KEYS[3]  waiting line (list of permit ids)
 -- KEYS[4]  waiter deadlines (sorted set permit id -> deadline, server clock)
--- KEYS[5]  channel on which released permits wake the waiters they admit
+-- KEYS[5]  channel on which freed permits are granted to (or wake) the waiters they admit
 -- KEYS[6]  release record: this release's outcome, kept ARGV[3] ms so that a resent release
 --          returns its first answer instead of "not held"
+-- KEYS[7]  fence: the last fencing token handed out for this semaphore (grants take new ones)
 -- ARGV[1]  permit id
 -- ARGV[2]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[3]  how long to keep the release record, in ms
 -- ARGV[4]  '1' when the caller is a waiter giving up: it also leaves the line (its grant, if a late
---          attempt made one, is given back all the same)
+--          attempt or a release made one, is given back all the same, and goes on down the line)
+-- ARGV[5]  waiter timeout in ms: the longest lease a grant to a waiter starts with
+-- ARGV[6]  how long the fence key outlives its last use, in ms
 -- Returns  1 when permits were given back, nil when the permit id holds none (never granted, lost
 --          by expiry, or released already); a waiter giving up gets 0 instead of nil
 local semKey = KEYS[1]
@@ -24,6 +28,10 @@ local permitId = ARGV[1]
 local publishCommand = ARGV[2]
 local recordTtlMs = ARGV[3]
 local leaving = ARGV[4] == '1'
+local fenceKey = KEYS[7]
+local grantCapMs = ARGV[5]
+local fenceMemoryMs = ARGV[6]
+local skipId = ''
 
 -- #include release-record-replay
 
@@ -33,7 +41,7 @@ local outcome = 0
 if leaving and redis.call('zscore', deadlinesKey, permitId) then
   redis.call('lrem', lineKey, 1, permitId)
   redis.call('zrem', deadlinesKey, permitId)
-  redis.call('hdel', semKey, 'w:' .. permitId)
+  redis.call('hdel', semKey, 'w:' .. permitId, 'l:' .. permitId, 's:' .. permitId)
 end
 local taken = tonumber(redis.call('hget', semKey, 'o:' .. permitId))
 local deadline = tonumber(redis.call('zscore', leasesKey, permitId))
@@ -49,24 +57,7 @@ end
 
 -- #include semaphore-drop-expired
 
--- Wake the waiters at the head of the line whose requests now fit, in order, stopping at the first
--- that does not (strict FIFO): one message names them all, whichever process each waits in.
-local permits = tonumber(redis.call('hget', semKey, 'permits'))
-if permits then
-  local available = permits - (tonumber(redis.call('hget', semKey, 'used')) or 0)
-  local ids = {}
-  if available > 0 then
-    for _, id in ipairs(redis.call('lrange', lineKey, 0, available - 1)) do
-      local want = tonumber(redis.call('hget', semKey, 'w:' .. id)) or 1
-      if want > available then break end
-      available = available - want
-      ids[#ids + 1] = id
-    end
-  end
-  if #ids > 0 then
-    redis.call(publishCommand, channel, 'ids:' .. table.concat(ids, ' '))
-  end
-end
+-- #include semaphore-grant-line
 
 -- #include semaphore-rearm
 

@@ -1,5 +1,5 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
-import { INVALID_TAKE } from '../lock.messages';
+import { INVALID_TAKE, LOCK_LOST, LOST_HANDED_OVER_GONE } from '../lock.messages';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../locks/acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import type { CallTicket } from '../redis/bounded-call';
@@ -8,6 +8,7 @@ import { LuaScript } from '../redis/lua-script';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
+import { monotonicNow } from '../runtime/monotonic-clock';
 import { SemaphoreLimitError } from './semaphore-errors';
 
 const semaphoreScripts = {
@@ -208,15 +209,15 @@ export class Semaphore {
    */
   async giveBack(permitId: string, leaving: boolean): Promise<number | null> {
     const { engine, keys } = this;
-    const { client, publishCommand, releaseRecordTtlMs } = engine;
+    const { client, publishCommand, releaseRecordTtlMs, fenceMemoryMs, options } = engine;
     const requestId = engine.ids.nextRequest();
     // No ticket: a release is safe to apply late, so a NOSCRIPT answered after the caller stopped
     // waiting still sends the source (a first release during an outage must not be dropped).
     const reply = await engine.call(this.name, () =>
       semaphoreScripts.release.run(
         client,
-        [keys.base, keys.leases, keys.line, keys.deadlines, keys.channel, keys.releaseRecord(permitId, requestId)],
-        [permitId, publishCommand, releaseRecordTtlMs, leaving ? 1 : 0],
+        [keys.base, keys.leases, keys.line, keys.deadlines, keys.channel, keys.releaseRecord(permitId, requestId), keys.fence],
+        [permitId, publishCommand, releaseRecordTtlMs, leaving ? 1 : 0, options.fairLockWaiterTimeout, fenceMemoryMs],
       ),
     );
     return reply === null || reply === undefined ? null : Number(reply);
@@ -349,9 +350,35 @@ class PermitRequest implements Contender<Permit | null> {
       releaseOne: () => semaphore.giveBack(waiterId, false),
       // `lock.held` / `lock.hold.duration` / `lock.lost`: one hold per Permit, whatever its `take`.
       telemetry: engine.telemetry?.holdTelemetry('semaphore', semaphore.name, options),
+      grantedLeaseMs: grant.grantedLeaseMs,
     };
     const hold = engine.holds.acquired(semaphore.name, keys.base, waiterId, terms);
+    if (grant.grantedLeaseMs !== undefined) this.confirmHandOver(hold, leaseMs);
     return new Permit(semaphore, waiterId, this.take, fencingToken, hold);
+  }
+
+  /**
+   * Permits a release granted to this waiter start on a short lease (a waiter that died before
+   * hearing of them blocks the line no longer than that): the new holder makes it its full lease at
+   * once, in the background (the caller already runs on the short one), with the renew script
+   * (a fixed `leaseTime` too: the grant's lease is the full one only once confirmed). When Redis
+   * says they are gone (the short lease ran out first), the hold is lost: its signal aborts. No
+   * answer: the watchdog's rounds, or the short lease's end, decide.
+   */
+  private confirmHandOver(hold: HeldLock, leaseMs: number): void {
+    const { semaphore, engine, waiterId } = this;
+    const { keys } = semaphore;
+    const sentAt = monotonicNow();
+    engine
+      .call(semaphore.name, (ticket) => semaphoreScripts.renew.run(engine.client, [keys.base, keys.leases], [leaseMs, waiterId], ticket))
+      .then((renewed) => {
+        if (Number(renewed) === 1) engine.holds.rearmed(hold, sentAt, leaseMs);
+        else if (engine.holds.isCurrent(hold)) {
+          engine.holds.forget(hold);
+          hold.lose(LOST_HANDED_OVER_GONE);
+          engine.logger.warn(LOCK_LOST(semaphore.name, LOST_HANDED_OVER_GONE));
+        }
+      }, ignore);
   }
 
   undoGrant(): Promise<unknown> {

@@ -17,5 +17,5 @@ local expiredWaiters = redis.call('zrangebyscore', deadlinesKey, '-inf', now)
 for _, id in ipairs(expiredWaiters) do
   redis.call('lrem', lineKey, 1, id)
   redis.call('zrem', deadlinesKey, id)
-  redis.call('hdel', semKey, 'w:' .. id)
+  redis.call('hdel', semKey, 'w:' .. id, 'l:' .. id, 's:' .. id)
 end
