@@ -80,11 +80,6 @@ export interface Contender<R> {
   /** One atomic attempt, bounded by `commandTimeout`; Redis failures come back as a value. */
   attempt(leaseMs: number, requestId: string, joinLine: boolean): Promise<AttemptOutcome>;
   /**
-   * Whether a newcomer with a wait queues behind this process's waiters for the lock instead of
-   * trying first (no barging): its first round then makes no attempt.
-   */
-  queuesFirst(): boolean;
-  /**
    * Whether a newcomer with a wait takes its seat before its first attempt (it still attempts, once
    * subscribed): where a release names the waiters it admits, the seat must be there when the name
    * comes, and the usual second attempt after seating is saved.
@@ -154,8 +149,6 @@ export class Acquisition<R> implements Sleeper {
   private readonly lineEntry: string | undefined;
   /** Whether wake messages can be counted on (a contender that is not woken by them never needs any). */
   private subscribed: boolean;
-  /** A newcomer queued behind this process's waiters: its first round makes no attempt. */
-  private queued: boolean;
   private acquired = false;
   private ended = false;
   private readonly deadline: number;
@@ -178,12 +171,11 @@ export class Acquisition<R> implements Sleeper {
     this.subscribed = !contender.wakesOnRelease;
     this.requestId = contender.engine.ids.nextRequest();
     this.lineEntry = waitMs > 0 ? contender.lineEntry?.(this.requestId, leaseMs) : undefined;
-    this.queued = waitMs > 0 && contender.queuesFirst();
     this.settled = new Promise<R>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
     });
-    if (this.queued || (waitMs > 0 && contender.seatsFirst())) this.takeSeat();
+    if (waitMs > 0 && contender.seatsFirst()) this.takeSeat();
     else this.firstAttempt();
   }
 
@@ -255,13 +247,13 @@ export class Acquisition<R> implements Sleeper {
       room.leave(waiter, false);
       waiter.cancel(reasonAsError(reason));
     });
-    if (wakesOnRelease || this.queued) this.round();
+    if (wakesOnRelease) this.round();
     else this.sleep();
   }
 
   /**
-   * One round of the wait: make sure (bounded) the seat is subscribed, attempt, then sleep or end.
-   * A queued newcomer does not know the TTL yet: its first round sleeps at most one watchdog lease.
+   * One round of the wait: take a lock a release handed over, or make sure (bounded) the seat is
+   * subscribed, attempt, then sleep or end.
    */
   private round(): void {
     const waiter = this.waiter as Waiter;
@@ -276,13 +268,8 @@ export class Acquisition<R> implements Sleeper {
     subscribing
       .then((subscribed) => {
         this.subscribed = subscribed;
-        if (!this.queued) {
-          this.sentAt = monotonicNow();
-          return this.contender.attempt(this.leaseMs, this.requestId, true).then((outcome) => this.afterAttempt(outcome));
-        }
-        this.queued = false;
-        this.outcome = engine.options.watchdogTimeout;
-        this.sleep();
+        this.sentAt = monotonicNow();
+        return this.contender.attempt(this.leaseMs, this.requestId, true).then((outcome) => this.afterAttempt(outcome));
       })
       .then(undefined, (error: unknown) => this.end(true, error));
   }

@@ -7,7 +7,8 @@ import { cancellable, type Cancellation } from '../runtime/cancellation';
 import { observeAcquire, type LockKind } from '../metrics/lock-telemetry';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { LockNotHeldError } from '../errors';
-import { LOCK_LOST, LOST_HANDED_OVER_GONE, LOST_RELEASE_FOUND_GONE } from '../lock.messages';
+import { LOCK_LOST, LOST_RELEASE_FOUND_GONE } from '../lock.messages';
+import { confirmHandOver } from '../runtime/hand-over';
 import { monotonicNow } from '../runtime/monotonic-clock';
 import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import { heldEntriesOf, runContextOf } from './owned-lock';
@@ -79,14 +80,6 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   /** @internal Longest sleep between attempts (a fair lock's waiter must refresh its place in line). */
   get maxSleepMs(): number {
     return Number.POSITIVE_INFINITY;
-  }
-
-  /**
-   * Whether a newcomer queues behind this process's waiters instead of trying first (no barging).
-   * A reader opts out: readers share the lock, so one waiting to write must not park them.
-   */
-  protected queuesBehindLocalWaiters(): boolean {
-    return true;
   }
 
   /**
@@ -174,10 +167,10 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     schedule();
   }
 
-  private lostOnRelease(hold: HeldLock, reason = LOST_RELEASE_FOUND_GONE): void {
+  private lostOnRelease(hold: HeldLock): void {
     this.engine.holds.forget(hold);
-    hold.lose(reason);
-    this.engine.logger.warn(LOCK_LOST(this.name, reason));
+    hold.lose(LOST_RELEASE_FOUND_GONE);
+    this.engine.logger.warn(LOCK_LOST(this.name, LOST_RELEASE_FOUND_GONE));
   }
 
   async forceUnlock(): Promise<boolean> {
@@ -288,17 +281,13 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   }
 
   /**
-   * @internal No barging: while other callers of this process already wait for the lock, a newcomer
-   * (that does not hold it already) queues behind them instead of snatching each release, so a task
-   * that releases and asks again cannot starve the others.
+   * @internal While others of this process wait already (the channel is subscribed), a newcomer takes
+   * its seat before its attempt: a hand-over that names it right after that attempt joined the line
+   * is not missed, and the usual second attempt after seating is saved. An uncontended acquisition
+   * never subscribes.
    */
-  queuesFirst(): boolean {
-    return !this.hold && this.queuesBehindLocalWaiters() && this.engine.subscriber.hasWaiters(this.waitChannel);
-  }
-
-  /** @internal A lock's waiters are woken by the channel, whoever they are: no need to seat first. */
   seatsFirst(): boolean {
-    return false;
+    return this.engine.subscriber.hasWaiters(this.waitChannel);
   }
 
   /** @internal Records the hold (the watchdog renews it unless a `leaseTime` was given). */
@@ -314,33 +303,8 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
       grantedLeaseMs: grant.grantedLeaseMs,
     };
     const hold = this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
-    if (grant.grantedLeaseMs !== undefined) this.confirmHandOver(hold, leaseMs);
+    if (grant.grantedLeaseMs !== undefined) confirmHandOver(this.engine, this.name, hold, leaseMs, this.renewalCall(leaseMs));
     return true;
-  }
-
-  /**
-   * A lock a release handed over starts with a short lease (a waiter that died before hearing of
-   * it blocks nobody long): the new holder makes it its full lease in the background, a third into
-   * the short lease (the body already runs; most hand-offs of a busy lock are released by then, and
-   * never send it). When Redis says the hold is gone, it is lost: its signal aborts. Until a
-   * confirmation gets through, the hold ends by its own timer when the short lease does.
-   */
-  private confirmHandOver(hold: HeldLock, leaseMs: number): void {
-    const { engine } = this;
-    const confirm = (): void => {
-      if (!engine.holds.isCurrent(hold) || hold.aborted) return;
-      const { script, keys, args } = this.renewalCall(leaseMs);
-      const sentAt = monotonicNow();
-      engine.call(this.name, (ticket) => script.run(engine.client, keys, args, ticket)).then((renewed) => {
-        if (renewed !== 1) {
-          if (engine.holds.isCurrent(hold)) this.lostOnRelease(hold, LOST_HANDED_OVER_GONE);
-          return;
-        }
-        hold.awaitingConfirmation = false;
-        engine.holds.rearmed(hold, sentAt, leaseMs);
-      }, ignore);
-    };
-    setTimeout(confirm, Math.max(0, (hold.expiresAt - monotonicNow()) / 3)).unref?.();
   }
 
   /** @internal A grant nobody will use: give this owner's new hold back at once. */

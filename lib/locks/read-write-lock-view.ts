@@ -110,10 +110,6 @@ export class ReadWriteLockView extends BaseLock {
     return { script: renewScript, keys: [this.lockKey, this.leasesKey], args: [leaseMs, this.ownerId, exact ? 0 : 1] };
   }
 
-  /** The line in Redis orders every waiter, this process's too: a newcomer never queues locally. */
-  protected override queuesBehindLocalWaiters(): boolean {
-    return false;
-  }
 
   /**
    * A waiter that gives up leaves the line, and gives back in the same script a hold a grant made to

@@ -197,11 +197,6 @@ export class RedLock implements OwnedLock, Contender<boolean> {
   readonly replicaKey = undefined;
 
   /** @internal */
-  queuesFirst(): boolean {
-    return false;
-  }
-
-  /** @internal */
   seatsFirst(): boolean {
     return false;
   }

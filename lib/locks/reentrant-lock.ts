@@ -73,10 +73,6 @@ export class ReentrantLock extends BaseLock {
     return { script: this.engine.scripts.reentrantRenew, keys: [this.lockKey], args: [leaseMs, this.ownerId, exact ? 0 : 1] };
   }
 
-  /** The line in Redis orders every waiter, this process's too: a newcomer never queues locally. */
-  protected override queuesBehindLocalWaiters(): boolean {
-    return false;
-  }
 
   /**
    * A waiter that gives up leaves the line, and gives back in the same script a lock a release

@@ -1,5 +1,5 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
-import { INVALID_TAKE, LOCK_LOST, LOST_HANDED_OVER_GONE } from '../lock.messages';
+import { INVALID_TAKE } from '../lock.messages';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../locks/acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import type { CallTicket } from '../redis/bounded-call';
@@ -8,7 +8,7 @@ import { LuaScript } from '../redis/lua-script';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
-import { monotonicNow } from '../runtime/monotonic-clock';
+import { confirmHandOver } from '../runtime/hand-over';
 import { SemaphoreLimitError } from './semaphore-errors';
 
 const semaphoreScripts = {
@@ -304,11 +304,6 @@ class PermitRequest implements Contender<Permit | null> {
     return this.engine.subscriber;
   }
 
-  /** The line in Redis keeps the order: a newcomer tries at once (and joins the line). */
-  queuesFirst(): boolean {
-    return false;
-  }
-
   /**
    * While others of this process wait already (the channel is subscribed), a newcomer takes its seat
    * before its attempt: a release that names it right after the attempt is not missed, and no second
@@ -353,32 +348,11 @@ class PermitRequest implements Contender<Permit | null> {
       grantedLeaseMs: grant.grantedLeaseMs,
     };
     const hold = engine.holds.acquired(semaphore.name, keys.base, waiterId, terms);
-    if (grant.grantedLeaseMs !== undefined) this.confirmHandOver(hold, leaseMs);
+    if (grant.grantedLeaseMs !== undefined) {
+      const renewal = { script: semaphoreScripts.renew, keys: [keys.base, keys.leases], args: [leaseMs, waiterId] };
+      confirmHandOver(engine, semaphore.name, hold, leaseMs, renewal);
+    }
     return new Permit(semaphore, waiterId, this.take, fencingToken, hold);
-  }
-
-  /**
-   * Permits a release granted to this waiter start on a short lease (a waiter that died before
-   * hearing of them blocks the line no longer than that): the new holder makes it its full lease at
-   * once, in the background (the caller already runs on the short one), with the renew script
-   * (a fixed `leaseTime` too: the grant's lease is the full one only once confirmed). When Redis
-   * says they are gone (the short lease ran out first), the hold is lost: its signal aborts. No
-   * answer: the watchdog's rounds, or the short lease's end, decide.
-   */
-  private confirmHandOver(hold: HeldLock, leaseMs: number): void {
-    const { semaphore, engine, waiterId } = this;
-    const { keys } = semaphore;
-    const sentAt = monotonicNow();
-    engine
-      .call(semaphore.name, (ticket) => semaphoreScripts.renew.run(engine.client, [keys.base, keys.leases], [leaseMs, waiterId], ticket))
-      .then((renewed) => {
-        if (Number(renewed) === 1) engine.holds.rearmed(hold, sentAt, leaseMs);
-        else if (engine.holds.isCurrent(hold)) {
-          engine.holds.forget(hold);
-          hold.lose(LOST_HANDED_OVER_GONE);
-          engine.logger.warn(LOCK_LOST(semaphore.name, LOST_HANDED_OVER_GONE));
-        }
-      }, ignore);
   }
 
   undoGrant(): Promise<unknown> {

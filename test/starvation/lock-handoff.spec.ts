@@ -11,6 +11,44 @@ import { describeOnCluster, startRedisCluster } from '../support/redis-cluster';
 const WAITER_TIMEOUT_MS = 1_000;
 const HOLD_MS = 20;
 
+type Kind = 'reentrant' | 'fair';
+const locksOf = (kind: Kind, moduleRef: TestingModule) => (kind === 'fair' ? moduleRef.get(FairLockService) : moduleRef.get(LockService));
+
+/**
+ * The witness of one suite: `body` holds the lock HOLD_MS and counts bodies that overlapped (must stay
+ * 0); `loop` runs it on `name` until `stop.done`, counting rounds (`style` 'pair': awaited lock() and
+ * unlock() instead of run()).
+ */
+function overlapWitness(kind: Kind) {
+  let inside = 0;
+  const witness = {
+    overlaps: 0,
+    async body(): Promise<void> {
+      inside += 1;
+      if (inside > 1) witness.overlaps += 1;
+      await sleep(HOLD_MS);
+      inside -= 1;
+    },
+    async loop(moduleRef: TestingModule, name: string, stop: { done: boolean }, rounds: { n: number }, style: 'run' | 'pair' = 'run'): Promise<void> {
+      while (!stop.done) {
+        if (style === 'run') {
+          await locksOf(kind, moduleRef).run(name, witness.body, { waitTime: 10_000 });
+        } else {
+          const lock = locksOf(kind, moduleRef).getLock(name);
+          await lock.lock();
+          try {
+            await witness.body();
+          } finally {
+            await lock.unlock();
+          }
+        }
+        rounds.n += 1;
+      }
+    },
+  };
+  return witness;
+}
+
 /**
  * No waiter starves (docs/architecture.md#hand-off): a release hands the lock to the first waiter in
  * the Redis line, so a holder that releases and asks again at once, in another module instance or
@@ -24,35 +62,10 @@ describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', 
   let other: TestingModule; // a second module instance: another process, as far as Redis can tell
   let seq = 0;
   const fresh = () => `starve-${kind}-${++seq}`;
-  const locks = (moduleRef: TestingModule) => (kind === 'fair' ? moduleRef.get(FairLockService) : moduleRef.get(LockService));
-
-  /** The witness: bodies inside one lock at once (must never exceed one). */
-  let inside = 0;
-  let overlaps = 0;
-  const body = async (): Promise<void> => {
-    inside += 1;
-    if (inside > 1) overlaps += 1;
-    await sleep(HOLD_MS);
-    inside -= 1;
-  };
-
-  /** Loops on `name` until `stop.done`, counting rounds; `style` 'pair' awaits lock() and unlock(). */
-  async function loop(moduleRef: TestingModule, name: string, stop: { done: boolean }, rounds: { n: number }, style: 'run' | 'pair' = 'run') {
-    while (!stop.done) {
-      if (style === 'run') {
-        await locks(moduleRef).run(name, body, { waitTime: 10_000 });
-      } else {
-        const lock = locks(moduleRef).getLock(name);
-        await lock.lock();
-        try {
-          await body();
-        } finally {
-          await lock.unlock();
-        }
-      }
-      rounds.n += 1;
-    }
-  }
+  const locks = (moduleRef: TestingModule) => locksOf(kind, moduleRef);
+  let witness = overlapWitness(kind);
+  const body = () => witness.body();
+  const loop: ReturnType<typeof overlapWitness>['loop'] = (...args) => witness.loop(...args);
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -61,7 +74,7 @@ describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', 
     other = await createLockApp({ redis: redis.url, fairLockWaiterTimeout: WAITER_TIMEOUT_MS });
   });
   beforeEach(() => {
-    inside = overlaps = 0;
+    witness = overlapWitness(kind);
   });
   afterAll(async () => {
     await app?.close();
@@ -93,7 +106,7 @@ describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', 
       stop.done = true;
       await looping;
     }
-    expect(overlaps).toBe(0);
+    expect(witness.overlaps).toBe(0);
   });
 
   it('two instances looping on one lock share it', async () => {
@@ -107,7 +120,7 @@ describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', 
     await Promise.all(loops);
     expect(Math.min(mine.n, theirs.n) / Math.max(mine.n, theirs.n)).toBeGreaterThanOrEqual(0.5);
     expect(mine.n + theirs.n).toBeGreaterThan(10);
-    expect(overlaps).toBe(0);
+    expect(witness.overlaps).toBe(0);
   });
 
   it('a process looping on the lock lets this one in after a bounded number of its rounds, losing no update', async () => {
@@ -250,21 +263,10 @@ function describeHandOffBetweenInstances(title: string, start: () => Promise<{ c
     let other: TestingModule;
     let seq = 0;
     const fresh = () => `starve-${kind}-${++seq}`;
-    const locks = (moduleRef: TestingModule) => (kind === 'fair' ? moduleRef.get(FairLockService) : moduleRef.get(LockService));
-    let inside = 0;
-    let overlaps = 0;
-    const body = async (): Promise<void> => {
-      inside += 1;
-      if (inside > 1) overlaps += 1;
-      await sleep(HOLD_MS);
-      inside -= 1;
-    };
-    const loop = async (moduleRef: TestingModule, name: string, stop: { done: boolean }, rounds: { n: number }) => {
-      while (!stop.done) {
-        await locks(moduleRef).run(name, body, { waitTime: 10_000 });
-        rounds.n += 1;
-      }
-    };
+    const locks = (moduleRef: TestingModule) => locksOf(kind, moduleRef);
+    const witness = overlapWitness(kind);
+    const body = () => witness.body();
+    const loop: ReturnType<typeof overlapWitness>['loop'] = (...args) => witness.loop(...args);
 
     beforeAll(async () => {
       const started = await start();
@@ -304,7 +306,7 @@ function describeHandOffBetweenInstances(title: string, start: () => Promise<{ c
         stop.done = true;
         await looping;
       }
-      expect(overlaps).toBe(0);
+      expect(witness.overlaps).toBe(0);
     });
   });
 }
