@@ -40,10 +40,13 @@ local publishCommand = ARGV[7]
 local unlockMessage = ARGV[8]
 local requestField = ownerId .. ':rq'
 
-if redis.call('exists', lockKey) == 0 then
-  -- Nobody holds it and nobody waits (a line exists only while someone waits): the fast path.
+-- One call for both keys (how many of them exist): the uncontended attempt costs what it did
+-- before the line.
+local busyOrWaited = redis.call('exists', lockKey, lineKey)
+if busyOrWaited == 0 or (busyOrWaited == 1 and redis.call('exists', lockKey) == 0) then
+  -- Nobody holds it. Nobody waits either unless the line exists (only while someone waits).
   local free = true
-  if redis.call('exists', lineKey) == 1 then
+  if busyOrWaited == 1 then
     -- Free, with waiters: the first live one gets it (the caller, when that is who stands first).
     -- #include line-grant-head
     -- Still free only when every waiter had left by its deadline (and none of an older version stands first).
