@@ -69,6 +69,11 @@ export interface Contender<R> {
    */
   lineEntry?(requestId: string, leaseMs: number): string;
   /**
+   * False when an acquisition that waits does not join a Redis line with its first attempt, only
+   * with the attempts after it took its seat (a plain lock: its first attempt stays the small one).
+   */
+  readonly joinsLineOnFirstAttempt?: boolean;
+  /**
    * True when a release message wakes this contender: once seated it tries again as soon as it is
    * subscribed (a release may have come before the subscription). False: it only sleeps and retries.
    */
@@ -145,8 +150,8 @@ export class Acquisition<R> implements Sleeper {
    * release hands to this waiter later, so that grant's lease began after it.
    */
   private busySentAt = 0;
-  /** This acquisition's entry in the lock's line (the id a hand-over names), for kinds with one. */
-  private readonly lineEntry: string | undefined;
+  /** This acquisition's entry in the lock's line (the id a hand-over names), once it takes a seat. */
+  private lineEntry: string | undefined = undefined;
   /** Whether wake messages can be counted on (a contender that is not woken by them never needs any). */
   private subscribed: boolean;
   private acquired = false;
@@ -170,7 +175,6 @@ export class Acquisition<R> implements Sleeper {
     this.deadline = monotonicNow() + waitMs;
     this.subscribed = !contender.wakesOnRelease;
     this.requestId = contender.engine.ids.nextRequest();
-    this.lineEntry = waitMs > 0 ? contender.lineEntry?.(this.requestId, leaseMs) : undefined;
     this.settled = new Promise<R>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
@@ -220,7 +224,7 @@ export class Acquisition<R> implements Sleeper {
   private firstAttempt(): void {
     this.sentAt = monotonicNow();
     this.contender
-      .attempt(this.leaseMs, this.requestId, this.waitMs > 0)
+      .attempt(this.leaseMs, this.requestId, this.waitMs > 0 && this.contender.joinsLineOnFirstAttempt !== false)
       .then((outcome) => {
         if (isGrant(outcome)) return this.granted(outcome);
         if (!this.missed(outcome)) return;
@@ -236,6 +240,7 @@ export class Acquisition<R> implements Sleeper {
     const { room, waitChannel, waiterId, wakesOnRelease } = this.contender;
     let waiter: Waiter;
     try {
+      this.lineEntry = this.contender.lineEntry?.(this.requestId, this.leaseMs);
       waiter = room.seat(waitChannel, this.lineEntry ?? waiterId);
     } catch (error) {
       return this.end(true, error);
@@ -446,7 +451,9 @@ export class Acquisition<R> implements Sleeper {
     if (acquired) return settle();
     const unreachable = this.outcome instanceof LockUnavailableError;
     // Any attempt with a wait may have joined a Redis line (fair lock, semaphore), seated or not.
-    const cleaning = contender.abandon(this.requestId, this.waitMs > 0, this.outcomeUnknown, this.lineEntry);
+    // An attempt that joined a line may have gone out before any seat was taken (a fair first attempt).
+    const lineEntry = this.lineEntry ?? (this.waitMs > 0 ? contender.lineEntry?.(this.requestId, this.leaseMs) : undefined);
+    const cleaning = contender.abandon(this.requestId, this.waitMs > 0, this.outcomeUnknown, lineEntry);
     if (cleaning && !unreachable) cleaning.then(settle, settle);
     else settle();
   }

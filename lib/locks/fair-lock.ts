@@ -15,6 +15,11 @@ export class FairLock extends ReentrantLock {
     return 'f';
   }
 
+  /** A fair acquisition that waits takes its place in line with its first attempt. */
+  override get joinsLineOnFirstAttempt(): boolean {
+    return true;
+  }
+
   /** Each waiter's own channel: a release hands over to the head of the line and wakes nobody else. */
   override get waitChannel(): string {
     return LockKeys.waiterChannel(this.lockKey, this.ownerId);

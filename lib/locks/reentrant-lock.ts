@@ -38,9 +38,22 @@ export class ReentrantLock extends BaseLock {
     return 'p';
   }
 
+  /**
+   * @internal A plain lock's first attempt does not join the line: most find the lock free, and the
+   * call stays as small as it was before the line existed. A waiter joins with its next attempt, made
+   * once its wake-ups are subscribed (a holder may take the lock back once in between).
+   */
+  get joinsLineOnFirstAttempt(): boolean {
+    return false;
+  }
+
   // Plain promise chains rather than async functions: one promise and one frame less per call.
   protected acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
     const { scripts, client, fenceMemoryMs, publishCommand, options } = this.engine;
+    if (!joinLine) {
+      const keys = [this.lockKey, LockKeys.line(this.lockKey), LockKeys.fence(this.lockKey)];
+      return scripts.reentrantFirstAttempt.run(client, keys, [leaseMs, this.ownerId, requestId, fenceMemoryMs], ticket, attemptResult);
+    }
     return scripts.reentrantAcquire.run(
       client,
       [this.lockKey, ...this.lineKeys],
@@ -49,7 +62,7 @@ export class ReentrantLock extends BaseLock {
         this.ownerId,
         requestId,
         fenceMemoryMs,
-        joinLine ? this.lineEntry(requestId, leaseMs) : '',
+        this.lineEntry(requestId, leaseMs),
         options.fairLockWaiterTimeout,
         publishCommand,
         WAKE_ONE,

@@ -66,6 +66,7 @@ function duplicateForSubscriber(client: RedisClient): RedisClient {
 function loadScripts() {
   return {
     reentrantAcquire: LuaScript.named('reentrant-acquire'),
+    reentrantFirstAttempt: LuaScript.named('reentrant-first-attempt'),
     reentrantRelease: LuaScript.named('reentrant-release'),
     reentrantRenew: LuaScript.named('reentrant-renew'),
     forceRelease: LuaScript.named('force-release'),

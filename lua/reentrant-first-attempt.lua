@@ -1,0 +1,42 @@
+-- The first attempt of a reentrant-lock acquisition (and a single attempt, waitTime 0): takes the
+-- lock when nobody holds it and nobody waits, re-enters a hold of the owner's, and otherwise only
+-- answers. It never joins the line: an acquisition that waits joins it with its next attempt
+-- (reentrant-acquire.lua, once its wake-ups are subscribed), and a free lock with waiters is left
+-- to them. The uncontended path sends no more than it did before the line existed.
+-- KEYS[1]  lock hash (see reentrant-acquire.lua)
+-- KEYS[2]  waiting line (see reentrant-acquire.lua): only whether it exists is read
+-- KEYS[3]  fence: the last fencing token handed out for this name, kept ARGV[4] ms after its last use
+-- ARGV[1]  lease in ms
+-- ARGV[2]  owner id
+-- ARGV[3]  request id (see reentrant-acquire.lua)
+-- ARGV[4]  how long the fence key outlives its last use, in ms
+-- Returns  {token} when acquired or re-entered, otherwise the lock's TTL in ms (0: free, but others
+--          wait for it; -1: held without a TTL)
+local lockKey = KEYS[1]
+local lineKey = KEYS[2]
+local fenceKey = KEYS[3]
+local leaseMs = math.ceil(tonumber(ARGV[1]))
+local ownerId = ARGV[2]
+local requestId = ARGV[3]
+local fenceMemoryMs = ARGV[4]
+local requestField = ownerId .. ':rq'
+
+-- One call for both keys (how many of them exist).
+if redis.call('exists', lockKey, lineKey) == 0 then
+  local time = redis.call('time')
+  -- #include fence-token
+  redis.call('hset', lockKey, ownerId, 1, requestField, requestId, 'fence', tokenText)
+  redis.call('pexpire', lockKey, leaseMs)
+  return { token }
+end
+
+if redis.call('hexists', lockKey, ownerId) == 1 then
+  -- #include lock-reenter
+  return { tonumber(redis.call('hget', lockKey, 'fence')) or 0 }
+end
+
+local ttl = redis.call('pttl', lockKey)
+if ttl == -2 then
+  return 0
+end
+return ttl
