@@ -60,11 +60,10 @@ export class ReadWriteLockView extends BaseLock {
     return LockKeys.readWriteLeases(this.lockKey);
   }
 
-  // The line's keys (line, deadlines, last attempts, fence), made once per view.
-  private lineKeysOfLock: [string, string, string, string] | undefined;
-
+  // The line's keys (line, deadlines, last attempts, fence), made for each call, not kept: a view
+  // that waits would carry them all along, and many waiters add up.
   private get lineKeys(): [string, string, string, string] {
-    return (this.lineKeysOfLock ??= LockKeys.lineKeys(this.lockKey));
+    return LockKeys.lineKeys(this.lockKey);
   }
 
   /** @internal This acquisition's entry in the lock's line: the grant message that admits it names it. */

@@ -20,12 +20,10 @@ const lineScripts = {
 export class ReentrantLock extends BaseLock {
   readonly kind: 'reentrant' | 'fair' = 'reentrant';
 
-  // The line's keys, made once per lock object. (Only those: a lock object that waits carries them
-  // all along, and 20,000 waiters add up.)
-  private lineKeysOfLock: [string, string, string, string] | undefined;
-
+  // The line's keys are made for each call, not kept: a lock object that waits would carry them all
+  // along, and 20,000 waiters add up.
   protected get lineKeys(): [string, string, string, string] {
-    return (this.lineKeysOfLock ??= LockKeys.lineKeys(this.lockKey));
+    return LockKeys.lineKeys(this.lockKey);
   }
 
   /** @internal This acquisition's entry in the line: the release that hands the lock over names it. */

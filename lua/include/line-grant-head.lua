@@ -7,7 +7,7 @@
 -- once it hears of the grant. With nobody in line, the lock's channel wakes whoever waits there.
 -- Expects  lockKey, lineKey, deadlinesKey, seenKey, fenceKey, fenceMemoryMs, publishCommand,
 --          unlockMessage, grantCapMs (the waiter timeout)
--- Defines  time, now (server clock), grantedTo (the entry now holding the lock, or false)
+-- Defines  time, now (server clock), expired, grantedTo (the entry now holding the lock, or false)
 
 -- #include server-clock
 -- #include line-drop-expired
@@ -38,4 +38,8 @@ if entry then
 else
   redis.call(publishCommand, channel, unlockMessage)
 end
--- #include line-rearm
+-- Only entries left the line: its keys' TTL (the latest deadline's) can only be longer than
+-- needed, by at most the deadline of an entry that left. An empty line goes at once.
+if redis.call('exists', lineKey) == 0 then
+  redis.call('del', deadlinesKey, seenKey)
+end
