@@ -11,8 +11,8 @@ const lineScripts = {
 
 /**
  * The reentrant lock: a hash of owner -> hold count whose TTL is the lease, and a line of waiters in
- * Redis while anyone waits (docs/architecture.md#reentrant-lock). A waiter joins the line with its
- * first missed attempt; a release hands the lock to the first live waiter inside the releasing
+ * Redis while anyone waits (docs/architecture.md#reentrant-lock). A waiter joins the line with the
+ * attempt after its first miss (once subscribed; a newcomer seated first, with its first attempt); a release hands the lock to the first live waiter inside the releasing
  * script and names it in the message, so the waiter holds the lock when it wakes (one trip) and a
  * holder that asks again at once queues behind it. Without waiters nothing of the line exists and an
  * attempt is the plain one.
