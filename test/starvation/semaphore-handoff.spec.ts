@@ -4,6 +4,8 @@ import { SemaphoreService } from '../../lib';
 import { printed, spawnFixture } from '../support/child-process';
 import { createLockApp, sleep, waitersQueued, waitUntil } from '../support/lock-app';
 import { startRedis, TestRedis } from '../support/redis-server';
+import { kitEngine } from '../support/lock-contract';
+import { describeOnCluster, startRedisCluster } from '../support/redis-cluster';
 
 /** The channel of semaphore `name` with the default prefix: grants are published there. */
 const channelOf = (name: string) => `lock:sem:{${name}}:channel`;
@@ -140,4 +142,83 @@ describe('semaphore hand-off: a release grants the permits to the waiters in lin
       await exited;
     }
   }, 30_000);
+});
+
+/**
+ * The same promise on the testing kit (the same scripts, in process) and on a 3-master cluster
+ * (grants by sharded pub/sub): a looping holder lets a waiter of another instance in within a few
+ * rounds, and two loops share one permit.
+ */
+function describeSemaphoreHandOff(title: string, start: () => Promise<{ createApp(): Promise<TestingModule>; stop(): Promise<void> }>): void {
+  describe(`semaphore hand-off (${title})`, () => {
+    let server: { stop(): Promise<void> };
+    let a: TestingModule;
+    let b: TestingModule;
+    beforeAll(async () => {
+      const started = await start();
+      server = started;
+      a = await started.createApp();
+      b = await started.createApp();
+    }, 60_000);
+    afterAll(async () => {
+      await a?.close();
+      await b?.close();
+      await server?.stop();
+    });
+
+    it('a looping holder lets a waiter of another instance in within a few rounds, and two loops share the permit', async () => {
+      const name = `handoff-${title.replace(/\W/g, '-')}`;
+      let inside = 0;
+      let overlaps = 0;
+      const body = async (): Promise<void> => {
+        inside += 1;
+        if (inside > 1) overlaps += 1;
+        await sleep(20);
+        inside -= 1;
+      };
+      const stop = { done: false };
+      const loop = async (moduleRef: TestingModule, rounds: { n: number }) => {
+        while (!stop.done) {
+          await moduleRef.get(SemaphoreService).run(name, body, { permits: 1, waitTime: 10_000 });
+          rounds.n += 1;
+        }
+      };
+      const mine = { n: 0 };
+      const theirs = { n: 0 };
+      const looping = loop(a, mine);
+      try {
+        await waitUntil(() => mine.n >= 3);
+        const askedAt = mine.n;
+        let enteredAt = -1;
+        await b.get(SemaphoreService).run(name, async () => {
+          enteredAt = mine.n;
+          await body();
+        }, { permits: 1, waitTime: 3_000 });
+        expect(enteredAt - askedAt).toBeLessThanOrEqual(3);
+        const otherLoop = loop(b, theirs);
+        const from = mine.n;
+        await sleep(1_500);
+        stop.done = true;
+        await otherLoop;
+        const ours = mine.n - from;
+        expect(Math.min(ours, theirs.n) / Math.max(ours, theirs.n)).toBeGreaterThanOrEqual(0.5);
+      } finally {
+        stop.done = true;
+        await looping;
+      }
+      expect(overlaps).toBe(0);
+    });
+  });
+}
+
+describeSemaphoreHandOff('testing kit', async () => {
+  const kit = await kitEngine.start();
+  return { createApp: () => kit.createApp({ redis: kit.url, fairLockWaiterTimeout: WAITER_TIMEOUT_MS }), stop: () => kit.stop() };
+});
+
+describeOnCluster('semaphore hand-off on a cluster', () => {
+  describeSemaphoreHandOff('3-master cluster', async () => {
+    const cluster = await startRedisCluster(3);
+    return { createApp: () => createLockApp({ redis: cluster.cluster(), fairLockWaiterTimeout: WAITER_TIMEOUT_MS }), stop: () => cluster.stop() };
+  });
 });
