@@ -2,7 +2,8 @@ import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { ReadWriteLockService, SemaphoreService } from '../../lib';
 import { completion, printed, spawnFixture } from '../support/child-process';
-import { createLockApp, sleep, waitUntil } from '../support/lock-app';
+import { deadGranteeDelay } from '../support/dead-grantee';
+import { createLockApp, sleep } from '../support/lock-app';
 import { startRedis, TestRedis } from '../support/redis-server';
 
 /** Short, so a dead waiter's grant lease (the waiter timeout at most) is short too. */
@@ -80,28 +81,15 @@ describe('no waiter starves across processes: read-write lock and semaphore', ()
 
   it('a writer handed the lock that dies before hearing of it blocks the next writer for at most the grant lease', async () => {
     const name = fresh();
-    const lineLength = () => raw.llen(`lock:rw:{${name}}:line`);
     const reader = app.get(ReadWriteLockService).getReadWriteLock(name).readLock();
     await reader.lock();
-    const child = spawnFixture('hot-loop', [redis.url, 'write', name, 'wait', '0', '0']);
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    try {
-      await printed(child, 'asking');
-      await waitUntil(async () => (await lineLength()) === 1, 20_000);
-      child.kill('SIGSTOP');
-      const next = other.get(ReadWriteLockService).getReadWriteLock(name).writeLock();
-      const nextAcquired = next.tryLock({ waitTime: 15_000 });
-      await waitUntil(async () => (await lineLength()) === 2);
-      await reader.unlock();
-      const releasedAt = Date.now();
-      expect(await raw.hget(`lock:rw:{${name}}`, 'mode')).toBe('write'); // handed to the stopped process
-      child.kill('SIGKILL');
-      expect(await nextAcquired).toBe(true);
-      expect(Date.now() - releasedAt).toBeLessThan(WAITER_TIMEOUT_MS + 2_000);
-      await next.unlock();
-    } finally {
-      child.kill('SIGKILL');
-      await exited;
-    }
+    const delay = await deadGranteeDelay({
+      fixtureArgs: [redis.url, 'write', name, 'wait', '0', '0'],
+      lineLength: () => raw.llen(`lock:rw:{${name}}:line`),
+      next: other.get(ReadWriteLockService).getReadWriteLock(name).writeLock(),
+      release: () => reader.unlock(),
+      handedToChild: async () => expect(await raw.hget(`lock:rw:{${name}}`, 'mode')).toBe('write'),
+    });
+    expect(delay).toBeLessThan(WAITER_TIMEOUT_MS + 2_000);
   }, 40_000);
 });

@@ -2,6 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { FairLockService, LockLostError, LockService } from '../../lib';
 import { completion, printed, spawnFixture } from '../support/child-process';
+import { deadGranteeDelay } from '../support/dead-grantee';
 import { createLockApp, sleep, waitersQueued, waitUntil } from '../support/lock-app';
 import { startRedis, TestRedis } from '../support/redis-server';
 import { kitEngine } from '../support/lock-contract';
@@ -220,34 +221,24 @@ describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', 
   it('a waiter handed the lock that dies before hearing of it blocks the next one for at most the grant lease', async () => {
     const name = fresh();
     const lockKey = `lock:{${name}}`;
-    const lineLength = () => raw.llen(`${lockKey}:line`);
     const holder = locks(app).getLock(name);
     await holder.lock();
-    const child = spawnFixture('hot-loop', [redis.url, kind, name, 'wait', '0', '0']);
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    try {
-      await printed(child, 'asking');
-      await waitUntil(async () => (await lineLength()) === 1, 20_000);
-      child.kill('SIGSTOP');
-      const next = locks(other).getLock(name);
-      const nextAcquired = next.tryLock({ waitTime: 15_000 });
-      await waitUntil(async () => (await lineLength()) === 2);
-      await holder.unlock();
-      const releasedAt = Date.now();
-      // Handed to the stopped process, inside the release: its owner holds the lock now.
-      const owners = (await raw.hkeys(lockKey)).filter((field) => field !== 'fence' && !field.endsWith(':rq'));
-      expect(owners).toHaveLength(1);
-      expect(owners[0]).not.toBe((next as unknown as { ownerId: string }).ownerId);
-      expect(await raw.pttl(lockKey)).toBeLessThanOrEqual(WAITER_TIMEOUT_MS);
-      child.kill('SIGKILL');
-      expect(await nextAcquired).toBe(true);
-      // The grant lease, plus slack for a loaded machine: not the holder's 30 s lease.
-      expect(Date.now() - releasedAt).toBeLessThan(WAITER_TIMEOUT_MS + 2_000);
-      await next.unlock();
-    } finally {
-      child.kill('SIGKILL');
-      await exited;
-    }
+    const next = locks(other).getLock(name);
+    const delay = await deadGranteeDelay({
+      fixtureArgs: [redis.url, kind, name, 'wait', '0', '0'],
+      lineLength: () => raw.llen(`${lockKey}:line`),
+      next,
+      release: () => holder.unlock(),
+      handedToChild: async () => {
+        // Handed to the stopped process, inside the release: its owner holds the lock now.
+        const owners = (await raw.hkeys(lockKey)).filter((field) => field !== 'fence' && !field.endsWith(':rq'));
+        expect(owners).toHaveLength(1);
+        expect(owners[0]).not.toBe((next as unknown as { ownerId: string }).ownerId);
+        expect(await raw.pttl(lockKey)).toBeLessThanOrEqual(WAITER_TIMEOUT_MS);
+      },
+    });
+    // The grant lease, plus slack for a loaded machine: not the holder's 30 s lease.
+    expect(delay).toBeLessThan(WAITER_TIMEOUT_MS + 2_000);
   }, 40_000);
 });
 
