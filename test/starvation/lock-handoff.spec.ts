@@ -11,6 +11,11 @@ import { describeOnCluster, startRedisCluster } from '../support/redis-cluster';
 /** Short, so a dead waiter's grant lease (the waiter timeout at most) is short too. */
 const WAITER_TIMEOUT_MS = 1_000;
 const HOLD_MS = 20;
+/**
+ * A looper's rounds a waiter may see before its turn: the one in progress, and those that end while
+ * the waiter subscribes (on a loaded machine, or a cluster's shard, one or two of 20 ms).
+ */
+const MAX_ROUNDS_BEFORE_TURN = 4;
 
 type Kind = 'reentrant' | 'fair';
 const locksOf = (kind: Kind, moduleRef: TestingModule) => (kind === 'fair' ? moduleRef.get(FairLockService) : moduleRef.get(LockService));
@@ -100,8 +105,10 @@ describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', 
         },
         { waitTime: 3_000 },
       );
-      // The waiter got in after at most the round in progress and one more; the looper goes on.
-      expect(enteredAt - askedAt).toBeLessThanOrEqual(2);
+      // The waiter got in after the round in progress and the rounds that ended while it subscribed
+      // (it joins the line with its attempt once subscribed): a few, not the 39 of 39 before the
+      // line. The looper goes on.
+      expect(enteredAt - askedAt).toBeLessThanOrEqual(MAX_ROUNDS_BEFORE_TURN);
       await waitUntil(() => rounds.n >= enteredAt + 3);
     } finally {
       stop.done = true;
@@ -146,7 +153,7 @@ describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', 
     }
     const out = await done;
     const total = Number(/rounds (\d+)/.exec(out)?.[1]);
-    expect(Math.max(...waited)).toBeLessThanOrEqual(2);
+    expect(Math.max(...waited)).toBeLessThanOrEqual(MAX_ROUNDS_BEFORE_TURN);
     expect(total).toBeGreaterThan(5); // the looping process kept going
     expect(Number(await raw.get(`counter:${name}`))).toBe(total + 5); // no lost update
   }, 30_000);
@@ -271,7 +278,7 @@ function describeHandOffBetweenInstances(title: string, start: () => Promise<{ c
       await server?.stop();
     });
 
-    it('a looping holder lets a waiter of another instance in within two rounds, and two loops share the lock', async () => {
+    it('a looping holder lets a waiter of another instance in within a few rounds, and two loops share the lock', async () => {
       const name = fresh();
       const stop = { done: false };
       const rounds = { n: 0 };
@@ -285,7 +292,7 @@ function describeHandOffBetweenInstances(title: string, start: () => Promise<{ c
           enteredAt = rounds.n;
           await body();
         }, { waitTime: 3_000 });
-        expect(enteredAt - askedAt).toBeLessThanOrEqual(2);
+        expect(enteredAt - askedAt).toBeLessThanOrEqual(MAX_ROUNDS_BEFORE_TURN);
         const otherLoop = loop(other, name, stop, theirs);
         const from = rounds.n;
         await sleep(1_500);
