@@ -49,6 +49,8 @@ export interface WaitRoom {
   leave(waiter: Waiter, acquired: boolean): void;
   /** Whether wake messages for `waiter` can be counted on, waiting at most `ms` for a subscription. */
   subscribed(waiter: Waiter, ms: number): Promise<boolean>;
+  /** Whether `waiter`'s channel is subscribed right now (no waiting). */
+  isSubscribed?(waiter: Waiter): boolean;
 }
 
 /**
@@ -152,6 +154,8 @@ export class Acquisition<R> implements Sleeper {
   private busySentAt = 0;
   /** This acquisition's entry in the lock's line (the id a hand-over names), once it takes a seat. */
   private lineEntry: string | undefined = undefined;
+  /** Whether an attempt that joins the lock's line has been sent. */
+  private joinedLine = false;
   /** Whether wake messages can be counted on (a contender that is not woken by them never needs any). */
   private subscribed: boolean;
   private acquired = false;
@@ -223,8 +227,9 @@ export class Acquisition<R> implements Sleeper {
   /** The first attempt; a single attempt (waitTime 0) never joins a Redis line. */
   private firstAttempt(): void {
     this.sentAt = monotonicNow();
+    this.joinedLine = this.waitMs > 0 && this.contender.joinsLineOnFirstAttempt !== false;
     this.contender
-      .attempt(this.leaseMs, this.requestId, this.waitMs > 0 && this.contender.joinsLineOnFirstAttempt !== false)
+      .attempt(this.leaseMs, this.requestId, this.joinedLine)
       .then((outcome) => {
         if (isGrant(outcome)) return this.granted(outcome);
         if (!this.missed(outcome)) return;
@@ -267,6 +272,9 @@ export class Acquisition<R> implements Sleeper {
     // then covers a write of this connection's that follows the grant.
     if (handed && !this.confirmsOnReplicas) return this.handedOver(handed);
     const { room, engine, wakesOnRelease } = this.contender;
+    if (wakesOnRelease && !this.joinedLine && this.lineEntry !== undefined && !room.isSubscribed?.(waiter)) {
+      return this.joinLineWhileSubscribing();
+    }
     const subscribing = wakesOnRelease
       ? room.subscribed(waiter, Math.min(engine.options.commandTimeout, this.deadline - monotonicNow()))
       : Promise.resolve(true);
@@ -274,7 +282,28 @@ export class Acquisition<R> implements Sleeper {
       .then((subscribed) => {
         this.subscribed = subscribed;
         this.sentAt = monotonicNow();
+        this.joinedLine = true;
         return this.contender.attempt(this.leaseMs, this.requestId, true).then((outcome) => this.afterAttempt(outcome));
+      })
+      .then(undefined, (error: unknown) => this.end(true, error));
+  }
+
+  /**
+   * A waiter whose channel is not subscribed yet joins the lock's line at once, while its
+   * subscription is being confirmed (a cluster's shard, a loaded machine may take a while, and a
+   * looping holder would take the lock meanwhile); then the usual round: subscribed, attempt again
+   * (it finds a grant made before it could hear of it), sleep.
+   */
+  private joinLineWhileSubscribing(): void {
+    this.joinedLine = true;
+    this.sentAt = monotonicNow();
+    this.contender
+      .attempt(this.leaseMs, this.requestId, true)
+      .then((outcome) => {
+        if (isGrant(outcome)) return this.granted(outcome);
+        if (!this.missed(outcome)) return;
+        if (this.deadline - monotonicNow() <= 0) return this.endWithoutLock();
+        this.round();
       })
       .then(undefined, (error: unknown) => this.end(true, error));
   }

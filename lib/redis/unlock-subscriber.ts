@@ -163,6 +163,11 @@ export class UnlockSubscriber {
     return ms > 0 ? waiter.waitFor(pending, ms, false) : Promise.resolve(false);
   }
 
+  /** Whether `waiter`'s channel is subscribed right now. */
+  isSubscribed(waiter: Waiter): boolean {
+    return this.channels.get(waiter.channel)?.active === true;
+  }
+
   /** Takes a seat on `channel`; resolves once the subscription is active. */
   async join(channel: string): Promise<Waiter> {
     const waiter = this.seat(channel);
