@@ -38,7 +38,7 @@ describe('no waiter starves across processes: read-write lock and semaphore', ()
 
   it('a writer gets in between two processes whose reads overlap, within a few of their rounds', async () => {
     const name = fresh();
-    const readers = [0, 1].map(() => spawnFixture('hot-loop', [redis.url, 'read', name, 'loop', '6000', String(HOLD_MS)]));
+    const readers = [0, 1].map(() => spawnFixture('hot-loop', [redis.url, 'read', name, 'loop', '4000', String(HOLD_MS)]));
     const done = readers.map(completion);
     await Promise.all(readers.map((child) => printed(child, 'looping')));
     const waited: number[] = [];
@@ -59,7 +59,7 @@ describe('no waiter starves across processes: read-write lock and semaphore', ()
 
   it('a process looping on a one-permit semaphore lets this one in within a few of its rounds, losing no update', async () => {
     const name = fresh();
-    const child = spawnFixture('hot-loop', [redis.url, 'semaphore', name, 'loop', '6000', String(HOLD_MS)]);
+    const child = spawnFixture('hot-loop', [redis.url, 'semaphore', name, 'loop', '4000', String(HOLD_MS)]);
     const done = completion(child);
     await printed(child, 'looping');
     const waited: number[] = [];

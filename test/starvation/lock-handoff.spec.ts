@@ -133,7 +133,7 @@ describe.each(['reentrant', 'fair'] as const)('no waiter starves: the %s lock', 
 
   it('a process looping on the lock lets this one in after a bounded number of its rounds, losing no update', async () => {
     const name = fresh();
-    const child = spawnFixture('hot-loop', [redis.url, kind, name, 'loop', '6000', String(HOLD_MS)]);
+    const child = spawnFixture('hot-loop', [redis.url, kind, name, 'loop', '4000', String(HOLD_MS)]);
     const done = completion(child);
     await printed(child, 'looping');
     const childRounds = async () => Number(await raw.get(`rounds:${name}:child`));
