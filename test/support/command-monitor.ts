@@ -12,6 +12,10 @@ export class CommandMonitor {
 
   private constructor(private readonly connection: Redis) {
     connection.on('monitor', (_time: string, args: string[]) => this.seen.push(args));
+    // ioredis 6 may report a MONITOR line that arrives as the connection closes (or between its
+    // own bookkeeping steps) as "Command queue state error": an unhandled 'error' event would fail
+    // whichever test runs then. A line this monitor misses shows as a count that never comes.
+    connection.on('error', () => undefined);
   }
 
   /** Starts monitoring the server `client` talks to (on a connection of its own). */
