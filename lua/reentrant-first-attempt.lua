@@ -1,7 +1,7 @@
 -- The first attempt of a reentrant-lock acquisition (and a single attempt, waitTime 0): takes the
 -- lock when nobody holds it and nobody waits, re-enters a hold of the owner's, and otherwise only
 -- answers. It never joins the line: an acquisition that waits joins it with its next attempt
--- (reentrant-acquire.lua, once its wake-ups are subscribed), and a free lock with waiters is left
+-- (reentrant-acquire.lua, sent right after this one missed), and a free lock with waiters is left
 -- to them. The uncontended path sends no more than it did before the line existed.
 -- KEYS[1]  lock hash (see reentrant-acquire.lua)
 -- KEYS[2]  waiting line (see reentrant-acquire.lua): only whether it exists is read

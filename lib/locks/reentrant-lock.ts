@@ -12,7 +12,7 @@ const lineScripts = {
 /**
  * The reentrant lock: a hash of owner -> hold count whose TTL is the lease, and a line of waiters in
  * Redis while anyone waits (docs/architecture.md#reentrant-lock). A waiter joins the line with the
- * attempt after its first miss (once subscribed; a newcomer seated first, with its first attempt); a release hands the lock to the first live waiter inside the releasing
+ * attempt it sends right after its first miss (a newcomer seated first: with its first attempt); a release hands the lock to the first live waiter inside the releasing
  * script and names it in the message, so the waiter holds the lock when it wakes (one trip) and a
  * holder that asks again at once queues behind it. Without waiters nothing of the line exists and an
  * attempt is the plain one.
@@ -39,7 +39,7 @@ export class ReentrantLock extends BaseLock {
   /**
    * @internal A plain lock's first attempt does not join the line: most find the lock free, and the
    * call stays as small as it was before the line existed. A waiter joins with its next attempt, made
-   * once its wake-ups are subscribed (a holder may take the lock back once in between).
+   * right after (a holder may take the lock back once in between).
    */
   get joinsLineOnFirstAttempt(): boolean {
     return false;
