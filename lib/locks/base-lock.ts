@@ -173,14 +173,8 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     this.engine.logger.warn(LOCK_LOST(this.name, LOST_RELEASE_FOUND_GONE));
   }
 
-  async forceUnlock(): Promise<boolean> {
-    const { scripts, client, publishCommand, wakeMessageOnForceUnlock } = this.engine;
-    const keys = [this.lockKey, this.waitChannel];
-    const reply = await this.engine.call(this.name, (ticket) =>
-      scripts.forceRelease.run(client, keys, [publishCommand, wakeMessageOnForceUnlock], ticket),
-    );
-    return reply === 1;
-  }
+  /** Deletes the lock whoever holds it; its waiters in line get it in order (each kind's own script). */
+  abstract forceUnlock(): Promise<boolean>;
 
   async isLocked(): Promise<boolean> {
     return (await this.engine.call(this.name, () => this.engine.client.exists(this.lockKey))) === 1;

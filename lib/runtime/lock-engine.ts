@@ -69,7 +69,6 @@ function loadScripts() {
     reentrantFirstAttempt: LuaScript.named('reentrant-first-attempt'),
     reentrantRelease: LuaScript.named('reentrant-release'),
     reentrantRenew: LuaScript.named('reentrant-renew'),
-    forceRelease: LuaScript.named('force-release'),
   };
 }
 
