@@ -28,12 +28,9 @@ if redis.call('hget', rwKey, 'mode') ~= mode then
   return 0
 end
 redis.call('del', rwKey, leasesKey)
-local hadLine = redis.call('exists', lineKey) == 1
-if hadLine then
-  -- #include server-clock
-  -- #include rw-grant-line
-end
-if not hadLine or redis.call('exists', rwKey) == 0 then
+-- #include server-clock
+-- #include rw-serve-line
+if wakeChannel then
   redis.call(publishCommand, channel, wakeAllMessage)
 end
 return 1

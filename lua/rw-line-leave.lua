@@ -68,11 +68,8 @@ if redis.call('hget', rwKey, requestField) == requestId then
 end
 
 -- #include rw-rearm
-local hadLine = redis.call('exists', lineKey) == 1
-if hadLine then
-  -- #include rw-grant-line
-end
-if granted and emptied and (not hadLine or redis.call('exists', rwKey) == 0) then
+-- #include rw-serve-line
+if granted and emptied and wakeChannel then
   redis.call(publishCommand, channel, wakeAllMessage)
 end
 return (left > 0 or granted) and 1 or 0

@@ -43,12 +43,8 @@ else
 end
 
 -- #include rw-rearm
-local hadLine = redis.call('exists', lineKey) == 1
-if hadLine then
-  -- #include rw-grant-line
-end
--- Nobody in line (or every waiter there was dead): wake the channel as without a line.
-if emptied and (not hadLine or redis.call('exists', rwKey) == 0) then
+-- #include rw-serve-line
+if emptied and wakeChannel then
   redis.call(publishCommand, channel, wakeOneMessage)
 end
 if grantedBy == '' then

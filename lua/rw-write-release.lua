@@ -47,12 +47,8 @@ end
 
 -- #include rw-rearm
 if writes <= 1 then
-  local hadLine = redis.call('exists', lineKey) == 1
-  if hadLine then
-    -- #include rw-grant-line
-  end
-  -- Nobody in line (or every waiter there was dead): wake the channel as without a line.
-  if not hadLine or redis.call('exists', rwKey) == 0 then
+  -- #include rw-serve-line
+  if wakeChannel then
     redis.call(publishCommand, channel, wakeAllMessage)
   end
 end
