@@ -28,8 +28,7 @@ export function confirmHandOver(engine: LockEngine, name: string, hold: HeldLock
         engine.logger.warn(LOCK_LOST(name, LOST_HANDED_OVER_GONE));
         return;
       }
-      hold.awaitingConfirmation = false;
-      holds.rearmed(hold, sentAt, leaseMs);
+      if (holds.isCurrent(hold)) holds.renewed(hold, sentAt, leaseMs);
     }, ignore);
   };
   setTimeout(confirm, Math.max(0, (hold.expiresAt - monotonicNow()) / 3)).unref?.();

@@ -262,6 +262,18 @@ export class HeldLocks {
     return true;
   }
 
+  /**
+   * A renewal with `hold`'s full lease, sent at `sentAt`, that Redis applied (a watchdog round, or
+   * the confirmation of a lock a release handed over): the lease runs on from then, and a hold that
+   * awaited its confirmation no longer ends with the short grant lease.
+   */
+  renewed(hold: HeldLock, sentAt: number, leaseMs: number): void {
+    hold.extendLease(sentAt, leaseMs);
+    if (!hold.awaitingConfirmation) return;
+    hold.awaitingConfirmation = false;
+    this.leaseChanged(hold);
+  }
+
   forget(hold: HeldLock): void {
     const owners = this.holds.get(hold.lockKey);
     if (owners?.get(hold.ownerId) !== hold) return;

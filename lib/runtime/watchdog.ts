@@ -181,7 +181,7 @@ export class Watchdog {
           else this.renewalFailed(hold, error.message);
         } else if (renewed === 1) {
           // Redis still had the hold when the renewal ran, so its lease runs on from when it was sent.
-          hold.extendLease(startedAt, hold.renewalLeaseMs);
+          this.holds.renewed(hold, startedAt, hold.renewalLeaseMs);
         } else {
           this.lose(hold, LOST_RENEWAL_FOUND_GONE);
         }
