@@ -23,6 +23,7 @@ local publishCommand = ARGV[4]
 local unlockMessage = ARGV[5]
 local grantCapMs = ARGV[6]
 local fenceMemoryMs = ARGV[7]
+local callerEntry = ''
 local requestField = ownerId .. ':rq'
 
 local left = redis.call('lrem', lineKey, 0, myEntry)

@@ -16,6 +16,7 @@ local publishCommand = ARGV[1]
 local unlockMessage = ARGV[2]
 local grantCapMs = ARGV[3]
 local fenceMemoryMs = ARGV[4]
+local callerEntry = ''
 
 if redis.call('del', lockKey) == 0 then
   return 0

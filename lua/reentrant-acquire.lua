@@ -6,7 +6,8 @@
 --          come first; exists only while someone waits
 -- KEYS[3]  waiter deadlines: sorted set entry -> deadline in ms on the server clock; a waiter that
 --          stops retrying (it crashed) leaves the line once its deadline passes
--- KEYS[4]  when each waiter last attempted: hash entry -> ms on the server clock (see line-grant-head)
+-- KEYS[4]  when each waiter last attempted: hash entry -> '<ms on the server clock> <send stamp>'
+--          (see grant-timing)
 -- KEYS[5]  fence: the last fencing token handed out for this name, kept ARGV[4] ms after its last use
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
@@ -21,6 +22,8 @@
 --          Also the longest lease a grant to a waiter starts with.
 -- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[8]  unlock message (for waiters of an older version)
+-- ARGV[9]  this attempt's send stamp (the waiter's monotonic clock, in µs): kept with the time the
+--          attempt reached Redis, so a grant message can date its lease (see grant-timing)
 -- Returns  {token} when acquired or re-entered (a re-entry keeps the hold's token), otherwise how
 --          long the caller may wait before retrying, in ms (the lock's TTL, -1 for a lock without
 --          one, or the head waiter's deadline)
@@ -38,6 +41,8 @@ local waiterTimeoutMs = tonumber(ARGV[6])
 local grantCapMs = waiterTimeoutMs
 local publishCommand = ARGV[7]
 local unlockMessage = ARGV[8]
+local attemptStamp = ARGV[9] or ''
+local callerEntry = myEntry
 local requestField = ownerId .. ':rq'
 
 -- One call for both keys (how many of them exist): the uncontended attempt costs what it did
@@ -76,7 +81,7 @@ if myEntry ~= '' then
   end
   local sleepsFor = string.sub(myEntry, -1) == 'p' and math.max(ttl, 0) or 0
   redis.call('zadd', deadlinesKey, now + waiterTimeoutMs + sleepsFor, myEntry)
-  redis.call('hset', seenKey, myEntry, now)
+  redis.call('hset', seenKey, myEntry, now .. ' ' .. attemptStamp)
   -- #include line-rearm
 end
 if ttl == -2 then

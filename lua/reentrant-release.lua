@@ -29,6 +29,7 @@ local unlockMessage = ARGV[4]
 local grantedBy = ARGV[5]
 local grantCapMs = ARGV[6]
 local fenceMemoryMs = ARGV[7]
+local callerEntry = ''
 local requestField = ownerId .. ':rq'
 local holdKey = lockKey
 

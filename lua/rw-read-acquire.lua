@@ -10,7 +10,7 @@
 --          come first; exists only while someone waits (see rw-grant-line)
 -- KEYS[4]  waiter deadlines: sorted set entry -> deadline in ms on the server clock (a waiter that
 --          stops retrying leaves the line once it passes)
--- KEYS[5]  when each waiter last attempted: hash entry -> ms on the server clock
+-- KEYS[5]  when each waiter last attempted: hash entry -> '<ms on the server clock> <send stamp>'
 -- KEYS[6]  fence: the last fencing token handed out for this name (a writer admitted from the line
 --          gets one; see rw-write-acquire.lua)
 -- ARGV[1]  lease in ms
@@ -22,6 +22,7 @@
 --          longest lease a grant to a waiter starts with
 -- ARGV[6]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[7]  how long the fence key outlives its last use, in ms
+-- ARGV[8]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing)
 -- Returns  nil when acquired or re-entered (by readers, or by the writer itself: a downgrade),
 --          otherwise the lock's remaining TTL in ms
 local rwKey = KEYS[1]
@@ -38,6 +39,8 @@ local waiterTimeoutMs = tonumber(ARGV[5])
 local grantCapMs = waiterTimeoutMs
 local publishCommand = ARGV[6]
 local fenceMemoryMs = ARGV[7]
+local attemptStamp = ARGV[8] or ''
+local callerEntry = myEntry
 local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
 

@@ -12,6 +12,7 @@
 -- ARGV[5]  this waiter's line entry when it waits; '' for a single attempt that never joins the line
 -- ARGV[6]  waiter timeout in ms (see rw-read-acquire.lua)
 -- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster
+-- ARGV[8]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing)
 -- Returns  {token} when acquired or re-entered (a re-entry keeps the hold's token); -3 when the owner holds only the read lock (an upgrade,
 --          which would wait forever: refused at once); otherwise the lock's remaining TTL in ms
 local rwKey = KEYS[1]
@@ -28,6 +29,8 @@ local myEntry = ARGV[5] or ''
 local waiterTimeoutMs = tonumber(ARGV[6])
 local grantCapMs = waiterTimeoutMs
 local publishCommand = ARGV[7]
+local attemptStamp = ARGV[8] or ''
+local callerEntry = myEntry
 local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
 local UPGRADE_REFUSED = -3

@@ -3,7 +3,7 @@
 --          permits held, o:<permit id> = permits that holder took, f:<permit id> = its fencing token,
 --          w:<permit id> = permits a waiter in line asks for, l:<permit id> = its lease in ms (the
 --          grant a release makes it is that long at most), s:<permit id> = when it last attempted
---          (ms, server clock; see semaphore-grant-line)
+--          ('<ms, server clock> <send stamp>'; see grant-timing)
 -- KEYS[2]  holder leases: sorted set permit id -> lease deadline in ms on the server clock; a holder
 --          whose deadline passed (it crashed) gives its permits back at the next script run
 -- KEYS[3]  waiting line: list of permit ids, first come first
@@ -21,6 +21,7 @@
 --          that never joins
 -- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[8]  how long the fence key outlives its last use, in ms
+-- ARGV[9]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing)
 -- Returns  {token} when granted (a resent attempt that was granted already, or a waiter whose
 --          permits a release granted, gets the same token, its lease now the full ARGV[3]);
 --          {'limit', stored limit} when the semaphore is in use with another limit;
@@ -39,6 +40,7 @@ local waiterTimeoutMs = tonumber(ARGV[5])
 local joinLine = ARGV[6] == '1'
 local publishCommand = ARGV[7]
 local fenceMemoryMs = ARGV[8]
+local attemptStamp = ARGV[9] or ''
 
 -- A resent attempt (ioredis replays unanswered commands after a reconnect) that was granted
 -- already, or a waiter a release granted permits to while this attempt was on its way (it missed
@@ -115,7 +117,7 @@ else
     redis.call('zadd', deadlinesKey, now + waiterTimeoutMs, permitId)
     -- Each attempt writes its request again (one call, needed anyway for s:): a hash that vanished
     -- meanwhile (the testing kit's loseLock) gets it back before a release grants anything.
-    redis.call('hset', semKey, 'permits', permits, 'w:' .. permitId, take, 'l:' .. permitId, leaseMs, 's:' .. permitId, now)
+    redis.call('hset', semKey, 'permits', permits, 'w:' .. permitId, take, 'l:' .. permitId, leaseMs, 's:' .. permitId, now .. ' ' .. attemptStamp)
   end
   -- Sleep until the first lease ends (a permit may come back by expiry) or a heartbeat is due.
   local first = redis.call('zrange', leasesKey, 0, 0, 'withscores')

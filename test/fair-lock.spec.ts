@@ -163,14 +163,14 @@ describe('fair lock', () => {
       expect(await raw.hget(lockKey, 'head')).toBe('1');
       expect(await line(name)).toEqual([entry('next', 'rq-3')]);
       await waitUntil(() => messages.length === 1);
-      expect(messages[0]).toMatch(new RegExp(`^${lockKey.replace(/[{}]/g, '\\$&')}:channel:head grant:head rq-2 10000 f \\d+ \\d+ 10000$`));
+      expect(messages[0]).toMatch(new RegExp(`^${lockKey.replace(/[{}]/g, '\\$&')}:channel:head granted:head rq-2 10000 f \\d+ - \\d+ 10000$`));
       // The head gives up before it heard: leaving gives the lock back, and the next one gets it.
       const leaveArgs = (owner: string, requestId: string) => [entry(owner, requestId), owner, requestId, 'publish', 'one', 10_000, 60_000];
       expect(await leave.run(raw, keys, leaveArgs('head', 'rq-2'))).toBe(1);
       expect(await raw.hexists(lockKey, 'head')).toBe(0);
       expect(await raw.hget(lockKey, 'next')).toBe('1');
       await waitUntil(() => messages.length === 2);
-      expect(messages[1]).toContain(`:channel:next grant:next rq-3`);
+      expect(messages[1]).toContain(`:channel:next granted:next rq-3`);
       // Its own late attempt finds the grant (same request id: no second hold) and gets its full lease.
       expect(await attempt('next', 'rq-3')).toEqual([expect.any(Number)]);
       expect(await raw.hget(lockKey, 'next')).toBe('1');

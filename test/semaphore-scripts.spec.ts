@@ -6,7 +6,7 @@ import { ENGINES, type ContractEngine, type EngineHandle } from './support/lock-
 
 /**
  * Script-level guarantees of the semaphore's hand-off: freed permits are granted inside the script
- * to the waiters in line (in order, on a short lease, one `grant:` message each), a resent attempt
+ * to the waiters in line (in order, on a short lease, one `granted:` message each), a resent attempt
  * of a granted waiter confirms its full lease, a waiter giving up passes its grant on, and a waiter
  * of an older version is only woken. On Redis, and on the testing kit's server (same scripts).
  */
@@ -56,7 +56,14 @@ describe.each(ENGINES())('semaphore hand-off scripts ($name)', (engine: Contract
   };
   /** Remaining lease of `id` in ms (server clock). */
   const leaseLeft = async (name: string, id: string) => Number(await raw.zscore(keysOf(name).leases, id)) - (await serverNow());
-  const grantsFor = (id: string) => messages.filter((m) => m.startsWith(`grant:${id} `)).map((m) => m.split(' ').slice(1).map(Number));
+  // `granted:<id> <token> <attempt stamp or -> <ms since that attempt> <grant lease>`: [token, since, lease].
+  const grantsFor = (id: string) =>
+    messages
+      .filter((m) => m.startsWith(`granted:${id} `))
+      .map((m) => {
+        const [token, , since, lease] = m.split(' ').slice(1);
+        return [token, since, lease].map(Number);
+      });
   const subscribe = (name: string) => listener.subscribe(keysOf(name).channel);
 
   it('a release grants the freed permits to the waiters at the head of the line, in order, on the short grant lease', async () => {

@@ -31,6 +31,9 @@ export interface Grant {
  */
 export type AttemptOutcome = Grant | number | LockUnavailableError;
 
+/** A handed grant whose message names the attempt it follows (see `Acquisition.takeHanded`). */
+type DatedGrant = HandedGrant & { readonly attemptStamp: number };
+
 const isGrant = (outcome: AttemptOutcome): outcome is Grant => typeof outcome === 'object' && !(outcome instanceof LockUnavailableError);
 
 /**
@@ -69,7 +72,7 @@ export interface Contender<R> {
    * the first waiter in line (its id on the channel too: the grant message names it). Undefined: the
    * kind has no such line.
    */
-  lineEntry?(requestId: string, leaseMs: number): string;
+  lineEntry?(requestId: string, leaseMs: number, join: number): string;
   /**
    * False when an acquisition that waits does not join a Redis line with its first attempt, only
    * with the attempts after it took its seat (a plain lock: its first attempt stays the small one).
@@ -84,8 +87,13 @@ export interface Contender<R> {
   readonly maxSleepMs: number;
   /** The key whose write `syncReplicas` waits for; none: no replica confirmation. */
   readonly replicaKey: string | undefined;
-  /** One atomic attempt, bounded by `commandTimeout`; Redis failures come back as a value. */
-  attempt(leaseMs: number, requestId: string, joinLine: boolean): Promise<AttemptOutcome>;
+  /**
+   * One atomic attempt, bounded by `commandTimeout`; Redis failures come back as a value.
+   * `attemptStamp`: when it is sent (µs, monotonic), kept by Redis with the waiter's place in line
+   * and echoed by the grant message that admits it (docs/hand-off-protocol.md). `join`: which of
+   * the acquisition's joins of the line the attempt belongs to (its entry is `lineEntry(.., join)`).
+   */
+  attempt(leaseMs: number, requestId: string, joinLine: boolean, attemptStamp: number, join: number): Promise<AttemptOutcome>;
   /**
    * Whether a newcomer with a wait takes its seat before its first attempt (it still attempts, once
    * subscribed): where a release names the waiters it admits, the seat must be there when the name
@@ -147,11 +155,16 @@ export class Acquisition<R> implements Sleeper {
   private busyWithoutTtl = 0;
   /** When the latest attempt was sent (monotonic ms): a grant's lease runs from then. */
   private sentAt = 0;
+  /** The same moment as the attempt's stamp (whole µs, rounded down), which Redis echoes in a grant message. */
+  private sentStamp = 0;
   /**
-   * When the latest attempt that found the lock busy was sent: it reached Redis before any grant a
-   * release hands to this waiter later, so that grant's lease began after it.
+   * The stamp of the latest attempt Redis answered (busy or granted). A grant message that names
+   * an older attempt was made before this one reached Redis, and this one did not find it: that
+   * grant had ended (given back, expired). See docs/hand-off-protocol.md.
    */
-  private busySentAt = 0;
+  private answeredStamp = 0;
+  /** How many times this acquisition joined the line anew after giving a late grant back. */
+  private join = 0;
   /** This acquisition's entry in the lock's line (the id a hand-over names), once it takes a seat. */
   private lineEntry: string | undefined = undefined;
   /** Whether an attempt that joins the lock's line has been sent. */
@@ -226,10 +239,8 @@ export class Acquisition<R> implements Sleeper {
 
   /** The first attempt; a single attempt (waitTime 0) never joins a Redis line. */
   private firstAttempt(): void {
-    this.sentAt = monotonicNow();
     this.joinedLine = this.waitMs > 0 && this.contender.joinsLineOnFirstAttempt !== false;
-    this.contender
-      .attempt(this.leaseMs, this.requestId, this.joinedLine)
+    this.send(this.joinedLine)
       .then((outcome) => {
         if (isGrant(outcome)) return this.granted(outcome);
         if (!this.missed(outcome)) return;
@@ -245,7 +256,7 @@ export class Acquisition<R> implements Sleeper {
     const { room, waitChannel, waiterId, wakesOnRelease } = this.contender;
     let waiter: Waiter;
     try {
-      this.lineEntry = this.contender.lineEntry?.(this.requestId, this.leaseMs);
+      this.lineEntry = this.contender.lineEntry?.(this.requestId, this.leaseMs, this.join);
       waiter = room.seat(waitChannel, this.lineEntry ?? waiterId);
     } catch (error) {
       return this.end(true, error);
@@ -267,10 +278,11 @@ export class Acquisition<R> implements Sleeper {
    */
   private round(): void {
     const waiter = this.waiter as Waiter;
-    const handed = waiter.takeGrant();
+    const handed = this.takeHanded();
     // With `syncReplicas` the handed lock is taken by an attempt instead (it finds the grant): WAIT
-    // then covers a write of this connection's that follows the grant.
-    if (handed && !this.confirmsOnReplicas) return this.handedOver(handed);
+    // then covers a write of this connection's that follows the grant. So is one whose message
+    // cannot date it ('attempt').
+    if (handed && handed !== 'attempt' && !this.confirmsOnReplicas) return this.handedOver(handed);
     const { room, engine, wakesOnRelease } = this.contender;
     if (wakesOnRelease && !this.joinedLine && this.lineEntry !== undefined && !room.isSubscribed?.(waiter)) {
       return this.joinLineWhileSubscribing();
@@ -281,9 +293,8 @@ export class Acquisition<R> implements Sleeper {
     subscribing
       .then((subscribed) => {
         this.subscribed = subscribed;
-        this.sentAt = monotonicNow();
         this.joinedLine = true;
-        return this.contender.attempt(this.leaseMs, this.requestId, true).then((outcome) => this.afterAttempt(outcome));
+        return this.send(true).then((outcome) => this.afterAttempt(outcome));
       })
       .then(undefined, (error: unknown) => this.end(true, error));
   }
@@ -296,9 +307,7 @@ export class Acquisition<R> implements Sleeper {
    */
   private joinLineWhileSubscribing(): void {
     this.joinedLine = true;
-    this.sentAt = monotonicNow();
-    this.contender
-      .attempt(this.leaseMs, this.requestId, true)
+    this.send(true)
       .then((outcome) => {
         if (isGrant(outcome)) return this.granted(outcome);
         if (!this.missed(outcome)) return;
@@ -308,12 +317,42 @@ export class Acquisition<R> implements Sleeper {
       .then(undefined, (error: unknown) => this.end(true, error));
   }
 
+  /**
+   * Sends one attempt, stamped with its send time; once Redis answered it (busy or granted), grant
+   * messages naming an earlier attempt are stale (`takeHanded`).
+   */
+  private send(joinLine: boolean): Promise<AttemptOutcome> {
+    const sentAt = monotonicNow();
+    const stamp = Math.floor(sentAt * 1000);
+    this.sentAt = sentAt;
+    this.sentStamp = stamp;
+    return this.contender.attempt(this.leaseMs, this.requestId, joinLine, stamp, this.join).then((outcome) => {
+      if (!(outcome instanceof LockUnavailableError) && stamp > this.answeredStamp) this.answeredStamp = stamp;
+      return outcome;
+    });
+  }
+
+  /**
+   * The grant a release handed to this waiter, if it may be used (docs/hand-off-protocol.md): its
+   * message names the attempt Redis saw last before the grant; one older than an attempt Redis has
+   * answered since is dropped (that grant ended before the answered attempt arrived, or that attempt
+   * would have found it). 'attempt': a grant that cannot be dated (Redis had no stamp), found by an
+   * attempt instead.
+   */
+  private takeHanded(): DatedGrant | 'attempt' | undefined {
+    const handed = this.waiter?.takeGrant();
+    if (!handed) return undefined;
+    const { attemptStamp } = handed;
+    if (attemptStamp === undefined) return 'attempt';
+    return attemptStamp < this.answeredStamp ? undefined : { ...handed, attemptStamp };
+  }
+
   private afterAttempt(outcome: AttemptOutcome): void {
     if (isGrant(outcome)) return this.granted(outcome);
     if (!this.missed(outcome)) return;
     // A release may have handed the lock over while this attempt was out: take it.
-    const handed = (this.waiter as Waiter).takeGrant();
-    if (handed) return this.confirmsOnReplicas ? this.round() : this.handedOver(handed);
+    const handed = this.takeHanded();
+    if (handed) return this.confirmsOnReplicas || handed === 'attempt' ? this.round() : this.handedOver(handed);
     if (this.deadline - monotonicNow() <= 0) return this.endWithoutLock();
     this.sleep();
   }
@@ -330,7 +369,6 @@ export class Acquisition<R> implements Sleeper {
     } else {
       this.failures = 0;
       this.busyWithoutTtl = outcome < 0 ? this.busyWithoutTtl + 1 : 0;
-      this.busySentAt = this.sentAt;
     }
     const { cancellation } = this;
     if (!cancellation?.cancelled) return true;
@@ -362,21 +400,16 @@ export class Acquisition<R> implements Sleeper {
 
   /**
    * A release handed the lock to this waiter. Its lease began, at the earliest, the server-counted
-   * time after this waiter's last busy attempt reached Redis, so from `busySentAt` plus that time
-   * on this process's clock (a stalled process that hears of it late finds it over, and gives it
-   * back). The grant's short lease becomes the full one when the holder confirms it (`held`).
+   * time after the attempt its message names reached Redis, so from that attempt's send time plus
+   * that time on this process's clock (a stalled process that hears of it late finds it over, and
+   * gives it back). The grant's short lease becomes the full one when the holder confirms it (`held`).
    */
-  private handedOver(handed: HandedGrant): void {
+  private handedOver(handed: DatedGrant): void {
     if (this.ended) return;
-    if (this.busySentAt === 0) {
-      // No busy attempt to count from (cannot happen: a waiter joins the line with one). Not trusted.
-      this.outcome = 1;
-      return this.sleep();
-    }
     const leaseMs = Math.min(handed.grantLeaseMs, this.leaseMs);
     this.granted({
       fencingToken: handed.fencingToken,
-      leaseStartedAt: this.busySentAt + handed.sinceLastAttemptMs,
+      leaseStartedAt: handed.attemptStamp / 1000 + handed.sinceAttemptMs,
       grantedLeaseMs: leaseMs < this.leaseMs ? leaseMs : undefined,
     });
   }
@@ -417,7 +450,8 @@ export class Acquisition<R> implements Sleeper {
     else if (monotonicNow() >= sentAt + (grant.grantedLeaseMs ?? this.leaseMs) - leaseDriftMs(this.leaseMs)) {
       this.acquired = false;
       const retry = (): void => {
-        if (!this.missed(0)) return;
+        this.rejoin();
+        if (cancellation?.cancelled) return this.end(true, cancellation.reason);
         if (this.waitMs <= 0 || monotonicNow() >= this.deadline) return this.endWithoutLock();
         if (this.waiter) this.round();
         else this.takeSeat();
@@ -456,6 +490,24 @@ export class Acquisition<R> implements Sleeper {
     throw new LockError(REPLICAS_NOT_SYNCED(name, confirmed, syncReplicas, syncReplicasTimeout));
   }
 
+  /**
+   * After giving a late grant back, the wait goes on as a new join of the line: a grant message
+   * kept or still on its way names the old entry (or an attempt Redis has answered since) and is
+   * never taken (docs/hand-off-protocol.md). The request id stays: an attempt of the old join that
+   * runs late finds what it granted under it, and the clean-up gives that back.
+   */
+  private rejoin(): void {
+    this.outcome = 0;
+    this.busyWithoutTtl = 0;
+    this.join += 1;
+    const { waiter } = this;
+    waiter?.takeGrant();
+    if (waiter && this.lineEntry !== undefined) {
+      this.lineEntry = this.contender.lineEntry?.(this.requestId, this.leaseMs, this.join);
+      waiter.id = this.lineEntry;
+    }
+  }
+
   /** The wait is over without the lock: the busy result after "busy", the error when Redis could not be asked. */
   private endWithoutLock(): void {
     const { outcome } = this;
@@ -481,7 +533,7 @@ export class Acquisition<R> implements Sleeper {
     const unreachable = this.outcome instanceof LockUnavailableError;
     // Any attempt with a wait may have joined a Redis line (fair lock, semaphore), seated or not.
     // An attempt that joined a line may have gone out before any seat was taken (a fair first attempt).
-    const lineEntry = this.lineEntry ?? (this.waitMs > 0 ? contender.lineEntry?.(this.requestId, this.leaseMs) : undefined);
+    const lineEntry = this.lineEntry ?? (this.waitMs > 0 ? contender.lineEntry?.(this.requestId, this.leaseMs, this.join) : undefined);
     const cleaning = contender.abandon(this.requestId, this.waitMs > 0, this.outcomeUnknown, lineEntry);
     if (cleaning && !unreachable) cleaning.then(settle, settle);
     else settle();

@@ -42,6 +42,12 @@ const RELEASE_RESEND_MAX_MS = 1_000;
 const ignore = (): undefined => undefined;
 
 /**
+ * The request part of a line entry: the acquisition's request id, then `/<join>` from its second
+ * join of the line on (entries are unique per join; the scripts apply the bare request id).
+ */
+export const lineRequest = (requestId: string, join: number): string => (join === 0 ? requestId : `${requestId}/${join}`);
+
+/**
  * What every single-server lock kind shares. A kind supplies its scripts through `acquireScript`,
  * `releaseOne` and `renewalCall`; this class is the kind's contender in the acquisition machine
  * (`Acquisition`, which waits on the shared subscriber between attempts, never polling), records
@@ -58,7 +64,14 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   ) {}
 
   /** One atomic acquisition attempt: the kind's acquire script. */
-  protected abstract acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult>;
+  protected abstract acquireScript(
+    leaseMs: number,
+    requestId: string,
+    joinLine: boolean,
+    ticket?: CallTicket,
+    attemptStamp?: number,
+    join?: number,
+  ): Promise<AttemptResult>;
   /**
    * One atomic release of one hold; with `grantedBy` (an acquire request id), only of the hold that
    * request granted, if it did.
@@ -270,8 +283,10 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   }
 
   /** @internal One attempt, bounded; Redis failures come back as a value. */
-  attempt(leaseMs: number, requestId: string, joinLine: boolean): Promise<AttemptOutcome> {
-    return attemptOnConnection(this.engine, this.name, (ticket) => this.acquireScript(leaseMs, requestId, joinLine, ticket));
+  attempt(leaseMs: number, requestId: string, joinLine: boolean, attemptStamp = 0, join = 0): Promise<AttemptOutcome> {
+    return attemptOnConnection(this.engine, this.name, (ticket) =>
+      this.acquireScript(leaseMs, requestId, joinLine, ticket, attemptStamp, join),
+    );
   }
 
   /**

@@ -4,7 +4,7 @@ import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ALL, WAKE_ONE } from '../redis/unlock-subscriber';
 import type { LockEngine } from '../runtime/lock-engine';
-import { AttemptResult, attemptResult, BaseLock, HOLDS_OTHER_MODE, ReleaseResult } from './base-lock';
+import { AttemptResult, attemptResult, BaseLock, HOLDS_OTHER_MODE, lineRequest, ReleaseResult } from './base-lock';
 
 export type ReadWriteMode = 'read' | 'write';
 
@@ -67,14 +67,21 @@ export class ReadWriteLockView extends BaseLock {
   }
 
   /** @internal This acquisition's entry in the lock's line: the grant message that admits it names it. */
-  lineEntry(requestId: string, leaseMs: number): string {
-    return `${this.ownerId} ${requestId} ${leaseMs} ${this.mode === 'read' ? 'r' : 'w'}`;
+  lineEntry(requestId: string, leaseMs: number, join = 0): string {
+    return `${this.ownerId} ${lineRequest(requestId, join)} ${leaseMs} ${this.mode === 'read' ? 'r' : 'w'}`;
   }
 
-  protected async acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
+  protected async acquireScript(
+    leaseMs: number,
+    requestId: string,
+    joinLine: boolean,
+    ticket?: CallTicket,
+    attemptStamp = 0,
+    join = 0,
+  ): Promise<AttemptResult> {
     const { client, fenceMemoryMs, publishCommand, options } = this.engine;
     const keys = [this.lockKey, this.leasesKey, ...this.lineKeys];
-    const entry = joinLine ? this.lineEntry(requestId, leaseMs) : '';
+    const entry = joinLine ? this.lineEntry(requestId, leaseMs, join) : '';
     const waiterTimeout = options.fairLockWaiterTimeout;
     // Only a write hold carries a fencing token: readers do not exclude each other.
     const result =
@@ -82,13 +89,13 @@ export class ReadWriteLockView extends BaseLock {
         ? await modeScripts.write.acquire.run(
             client,
             keys,
-            [leaseMs, this.ownerId, requestId, fenceMemoryMs, entry, waiterTimeout, publishCommand],
+            [leaseMs, this.ownerId, requestId, fenceMemoryMs, entry, waiterTimeout, publishCommand, attemptStamp],
             ticket,
           )
         : await modeScripts.read.acquire.run(
             client,
             keys,
-            [leaseMs, this.ownerId, requestId, entry, waiterTimeout, publishCommand, fenceMemoryMs],
+            [leaseMs, this.ownerId, requestId, entry, waiterTimeout, publishCommand, fenceMemoryMs, attemptStamp],
             ticket,
           );
     if (result === UPGRADE_REFUSED) throw new LockUpgradeError(this.name);

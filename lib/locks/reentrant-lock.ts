@@ -2,7 +2,7 @@ import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
-import { AttemptResult, attemptResult, BaseLock, ReleaseResult } from './base-lock';
+import { AttemptResult, attemptResult, BaseLock, lineRequest, ReleaseResult } from './base-lock';
 
 const lineScripts = {
   leave: LuaScript.named('line-leave'),
@@ -27,8 +27,8 @@ export class ReentrantLock extends BaseLock {
   }
 
   /** @internal This acquisition's entry in the line: the release that hands the lock over names it. */
-  lineEntry(requestId: string, leaseMs: number): string {
-    return `${this.ownerId} ${requestId} ${leaseMs} ${this.waiterKind}`;
+  lineEntry(requestId: string, leaseMs: number, join = 0): string {
+    return `${this.ownerId} ${lineRequest(requestId, join)} ${leaseMs} ${this.waiterKind}`;
   }
 
   /** How a waiter is woken: 'p' on the lock's channel, 'f' on a channel of its own (a fair lock). */
@@ -46,7 +46,7 @@ export class ReentrantLock extends BaseLock {
   }
 
   // Plain promise chains rather than async functions: one promise and one frame less per call.
-  protected acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket): Promise<AttemptResult> {
+  protected acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket, attemptStamp = 0, join = 0): Promise<AttemptResult> {
     const { scripts, client, fenceMemoryMs, publishCommand, options } = this.engine;
     if (!joinLine) {
       const keys = [this.lockKey, LockKeys.line(this.lockKey), LockKeys.fence(this.lockKey)];
@@ -60,10 +60,11 @@ export class ReentrantLock extends BaseLock {
         this.ownerId,
         requestId,
         fenceMemoryMs,
-        this.lineEntry(requestId, leaseMs),
+        this.lineEntry(requestId, leaseMs, join),
         options.fairLockWaiterTimeout,
         publishCommand,
         WAKE_ONE,
+        attemptStamp,
       ],
       ticket,
       attemptResult,

@@ -13,20 +13,36 @@ export type UnlockMessage = typeof WAKE_ONE | typeof WAKE_ALL;
  */
 export const WAKE_IDS = 'ids:';
 /**
- * Prefix of a message that hands a lock to one waiter: `grant:<waiter id> <token> <ms since its last
- * attempt> <grant lease ms>` (the waiter id may have spaces: the last three fields are numbers).
+ * Prefix of a message that hands a lock to one waiter: `granted:<waiter id> <token> <send stamp of
+ * its last attempt, or -> <ms since that attempt> <grant lease ms>` (the waiter id may have spaces:
+ * the last four fields are not). See docs/hand-off-protocol.md.
  */
-export const GRANT = 'grant:';
+export const GRANT = 'granted:';
+/**
+ * An older version's grant message (`grant:<waiter id> <token> <ms since> <grant lease ms>`): it
+ * cannot be dated safely, so it only wakes the waiter it names, whose attempt finds its grant.
+ */
+export const LEGACY_GRANT = 'grant:';
 
 /** Reads a `GRANT` message: the waiter it names and what it was handed. */
 export function parseGrant(message: string): { waiterId: string; grant: HandedGrant } | undefined {
   const fields = message.slice(GRANT.length).split(' ');
-  if (fields.length < 4) return undefined;
-  const [token, since, lease] = fields.splice(-3).map(Number);
+  if (fields.length < 5) return undefined;
+  const [token, stamp, since, lease] = fields.splice(-4);
   return {
     waiterId: fields.join(' '),
-    grant: { fencingToken: token || undefined, sinceLastAttemptMs: since, grantLeaseMs: lease },
+    grant: {
+      fencingToken: Number(token) || undefined,
+      attemptStamp: stamp === '-' ? undefined : Number(stamp),
+      sinceAttemptMs: Number(since),
+      grantLeaseMs: Number(lease),
+    },
   };
+}
+
+/** The waiter an older version's grant message names (see `LEGACY_GRANT`). */
+function legacyGrantee(message: string): string {
+  return message.slice(LEGACY_GRANT.length).split(' ').slice(0, -3).join(' ');
 }
 
 /** The seats of a channel, longest-waiting first (a snapshot: waking may make seats leave). */
@@ -241,6 +257,7 @@ export class UnlockSubscriber {
     if (!seats) return;
     if (message === WAKE_ALL) for (const waiter of seatsOf(seats)) waiter.wake();
     else if (message.startsWith(GRANT)) this.handOver(seats, message);
+    else if (message.startsWith(LEGACY_GRANT)) this.wakeNamed(seats, [legacyGrantee(message)]);
     else if (message.startsWith(WAKE_IDS)) this.wakeNamed(seats, message.slice(WAKE_IDS.length).split(' '));
     else this.wakeOne(seats);
   }

@@ -2,13 +2,16 @@ import { monotonicNow } from '../runtime/monotonic-clock';
 import { sleepDeadlines } from './sleep-deadlines';
 
 /**
- * A lock handed to a waiter by a release (the releasing script granted it and named the waiter):
- * its fencing token, how long after the waiter's last attempt reached Redis the grant was made, and
- * the lease the grant began with (all as the server counted them).
+ * A lock handed to a waiter by a release (the releasing script granted it and named the waiter's
+ * entry): its fencing token, the send stamp of the waiter's last attempt that reached Redis before
+ * the grant (µs on the waiter's monotonic clock, echoed by Redis; undefined when Redis had none), how
+ * long after that attempt reached Redis the grant was made, and the lease the grant began with (the
+ * last two as the server counted them). See docs/hand-off-protocol.md.
  */
 export interface HandedGrant {
   readonly fencingToken: number | undefined;
-  readonly sinceLastAttemptMs: number;
+  readonly attemptStamp: number | undefined;
+  readonly sinceAttemptMs: number;
   readonly grantLeaseMs: number;
 }
 
@@ -43,8 +46,11 @@ export class Waiter {
 
   constructor(
     readonly channel: string,
-    /** Set for a waiter that a `WAKE_IDS` message can name (a semaphore waiter's permit id). */
-    readonly id?: string,
+    /**
+     * Set for a waiter that a message can name: its line entry (a new one for each join of the
+     * line), or a semaphore waiter's permit id.
+     */
+    public id?: string,
   ) {}
 
   get sleeping(): boolean {

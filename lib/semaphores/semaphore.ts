@@ -313,7 +313,7 @@ class PermitRequest implements Contender<Permit | null> {
     return this.engine.subscriber.hasWaiters(this.waitChannel);
   }
 
-  attempt(leaseMs: number, _requestId: string, joinLine: boolean): Promise<AttemptOutcome> {
+  attempt(leaseMs: number, _requestId: string, joinLine: boolean, attemptStamp = 0): Promise<AttemptOutcome> {
     const { semaphore, engine, take, waiterId } = this;
     const { keys } = semaphore;
     const { client, options, publishCommand, fenceMemoryMs } = engine;
@@ -321,7 +321,7 @@ class PermitRequest implements Contender<Permit | null> {
       const reply = await semaphoreScripts.acquire.run(
         client,
         [keys.base, keys.leases, keys.line, keys.deadlines, keys.fence, keys.channel],
-        [semaphore.permits, take, leaseMs, waiterId, options.fairLockWaiterTimeout, joinLine ? 1 : 0, publishCommand, fenceMemoryMs],
+        [semaphore.permits, take, leaseMs, waiterId, options.fairLockWaiterTimeout, joinLine ? 1 : 0, publishCommand, fenceMemoryMs, attemptStamp],
         ticket,
       );
       if (!Array.isArray(reply)) return Number(reply);

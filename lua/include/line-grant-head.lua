@@ -5,8 +5,10 @@
 -- The grant's lease is short (the waiter's own lease, at most the waiter timeout): a waiter that
 -- died before its wake-up blocks the others no longer than that; the waiter makes it its full lease
 -- once it hears of the grant. With nobody in line, the lock's channel wakes whoever waits there.
+-- A grant to the caller's own entry (callerEntry: an attempt that finds the lock free with itself
+-- first in line) publishes nothing: the caller learns it from its reply.
 -- Expects  lockKey, lineKey, deadlinesKey, seenKey, fenceKey, fenceMemoryMs, publishCommand,
---          unlockMessage, grantCapMs (the waiter timeout)
+--          unlockMessage, grantCapMs (the waiter timeout), callerEntry ('' when none)
 -- Defines  time, now (server clock), expired, grantedTo (the entry now holding the lock, or false)
 
 -- #include server-clock
@@ -19,17 +21,17 @@ if entry then
   if entryOwner then
     redis.call('lpop', lineKey)
     redis.call('zrem', deadlinesKey, entry)
-    local seenAt = tonumber(redis.call('hget', seenKey, entry))
+    local seenRecord = redis.call('hget', seenKey, entry)
     redis.call('hdel', seenKey, entry)
     local grantMs = math.min(tonumber(entryLease), tonumber(grantCapMs))
     -- #include fence-token
     redis.call('hset', lockKey, entryOwner, 1, entryOwner .. ':rq', entryRequest, 'fence', tokenText)
     redis.call('pexpire', lockKey, grantMs)
-    -- How long after the waiter's last attempt (as this server saw it) the grant came: the waiter
-    -- adds it to when it sent that attempt, a lower bound of when the grant's lease began.
-    local sinceSeen = seenAt and math.max(0, now - seenAt) or grantMs
-    local waiterChannel = entryKind == 'f' and (channel .. ':' .. entryOwner) or channel
-    redis.call(publishCommand, waiterChannel, 'grant:' .. entry .. ' ' .. tokenText .. ' ' .. sinceSeen .. ' ' .. grantMs)
+    if entry ~= callerEntry then
+      -- #include grant-timing
+      local waiterChannel = entryKind == 'f' and (channel .. ':' .. entryOwner) or channel
+      redis.call(publishCommand, waiterChannel, 'granted:' .. entry .. ' ' .. tokenText .. ' ' .. grantTiming .. ' ' .. grantMs)
+    end
     grantedTo = entry
   else
     -- A waiter of an older version: woken on its own channel, it tries by itself.

@@ -5,8 +5,9 @@
 -- between the release and the waiters' wake-up, so overlapping readers cannot starve a writer and a
 -- hand-off costs one trip. Each grant starts with a short lease (the waiter's own, at most the
 -- waiter timeout), which the waiter makes its full lease once it hears of it (its renewal call).
+-- A grant to the caller's own entry (callerEntry) publishes nothing: the caller learns it from its reply.
 -- Expects  rwKey, leasesKey, lineKey, deadlinesKey, seenKey, fenceKey, fenceMemoryMs,
---          publishCommand, grantCapMs (the waiter timeout), time, now
+--          publishCommand, grantCapMs (the waiter timeout), callerEntry ('' when none), time, now
 -- Defines  nothing
 
 -- #include line-drop-expired
@@ -25,7 +26,7 @@ while true do
   end
   redis.call('lpop', lineKey)
   redis.call('zrem', deadlinesKey, entry)
-  local seenAt = tonumber(redis.call('hget', seenKey, entry))
+  local seenRecord = redis.call('hget', seenKey, entry)
   redis.call('hdel', seenKey, entry)
   -- An entry that is not a read-write waiter's (no parts, or another kind) is dropped: nobody
   -- would take a grant for it.
@@ -47,9 +48,10 @@ while true do
     -- GT: never shortens a longer lease the owner may hold already.
     redis.call('zadd', leasesKey, 'gt', now + grantMs, entryOwner)
     grantedAny = true
-    -- How long after the waiter's last attempt (as this server saw it) the grant came (see line-grant-head).
-    local sinceSeen = seenAt and math.max(0, now - seenAt) or grantMs
-    redis.call(publishCommand, grantChannel, 'grant:' .. entry .. ' ' .. grantToken .. ' ' .. sinceSeen .. ' ' .. grantMs)
+    if entry ~= callerEntry then
+      -- #include grant-timing
+      redis.call(publishCommand, grantChannel, 'granted:' .. entry .. ' ' .. grantToken .. ' ' .. grantTiming .. ' ' .. grantMs)
+    end
   end
 end
 if grantedAny then

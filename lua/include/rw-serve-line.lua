@@ -8,6 +8,7 @@
 
 local wakeChannel = true
 if redis.call('exists', lineKey) == 1 then
+  local callerEntry = ''
   -- #include rw-grant-line
   wakeChannel = redis.call('exists', rwKey) == 0
 end

@@ -1,7 +1,7 @@
 -- Permits are free (released, given back, or back by expiry): grant them to the waiters at the
 -- head of the line whose requests fit, in line order, stopping at the first that does not (strict
--- FIFO), inside this script, and tell each it holds them (`grant:<permit id> <token> <ms since its
--- last attempt> <grant lease ms>`). Nobody can take them between the release and the wake-up, so a
+-- FIFO), inside this script, and tell each it holds them (`granted:<permit id> <token> <send stamp of
+-- its last attempt> <ms since that attempt> <grant lease ms>`, see grant-timing). Nobody can take them between the release and the wake-up, so a
 -- holder that releases and asks again in a loop cannot starve a waiter in another process, and a
 -- hand-off costs one trip. The grant's lease is short (the waiter's lease, at most the waiter
 -- timeout): a waiter that died before its wake-up blocks the others no longer than that; it makes
@@ -25,7 +25,7 @@ do
       available = available - want
       local lease = tonumber(redis.call('hget', semKey, 'l:' .. id))
       if lease then
-        local seenAt = tonumber(redis.call('hget', semKey, 's:' .. id))
+        local seenRecord = redis.call('hget', semKey, 's:' .. id)
         redis.call('lrem', lineKey, 1, id)
         redis.call('zrem', deadlinesKey, id)
         redis.call('hdel', semKey, 'w:' .. id, 'l:' .. id, 's:' .. id)
@@ -34,10 +34,8 @@ do
         redis.call('hset', semKey, 'o:' .. id, want, 'f:' .. id, tokenText)
         redis.call('hincrby', semKey, 'used', want)
         redis.call('zadd', leasesKey, now + grantMs, id)
-        -- How long after the waiter's last attempt (as this server saw it) the grant came: the
-        -- waiter adds it to when it sent that attempt, a lower bound of when the lease began.
-        local sinceSeen = seenAt and math.max(0, now - seenAt) or grantMs
-        redis.call(publishCommand, channel, 'grant:' .. id .. ' ' .. tokenText .. ' ' .. sinceSeen .. ' ' .. grantMs)
+        -- #include grant-timing
+        redis.call(publishCommand, channel, 'granted:' .. id .. ' ' .. tokenText .. ' ' .. grantTiming .. ' ' .. grantMs)
       else
         woken[#woken + 1] = id
       end

@@ -75,7 +75,7 @@ describe('semaphore hand-off: a release grants the permits to the waiters in lin
     expect(waited).toBeLessThanOrEqual(3);
     expect(roundsAfter).toBeGreaterThanOrEqual(3);
     // The waiter got the permit handed over by the looper's release (one trip), not by barging in.
-    await waitUntil(() => messages.some((m) => m.startsWith('grant:') && m.split(' ').includes(String(token))), 2_000);
+    await waitUntil(() => messages.some((m) => m.startsWith('granted:') && m.split(' ').includes(String(token))), 2_000);
   }, 30_000);
 
   it('two instances looping on one permit for 2 s share it (min/max rounds >= 0.5)', async () => {
@@ -99,7 +99,7 @@ describe('semaphore hand-off: a release grants the permits to the waiters in lin
     await holder.release();
     const permit = await waiting;
     // Handed over (the grant named it), then confirmed in the background to its 20 s lease.
-    await waitUntil(() => messages.some((m) => m.startsWith('grant:') && m.split(' ').includes(String(permit.fencingToken))), 2_000);
+    await waitUntil(() => messages.some((m) => m.startsWith('granted:') && m.split(' ').includes(String(permit.fencingToken))), 2_000);
     await waitUntil(async () => ((await a.get(SemaphoreService).inspect(name)).holders[0]?.ttl ?? 0) > WAITER_TIMEOUT_MS * 2, 2_000);
     await sleep(WAITER_TIMEOUT_MS + 300);
     expect(permit.signal.aborted).toBe(false);
