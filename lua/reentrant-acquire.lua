@@ -68,6 +68,7 @@ end
 
 if redis.call('hexists', lockKey, ownerId) == 1 then
   -- #include lock-reenter
+  -- #include line-drop-own-entry
   return { tonumber(redis.call('hget', lockKey, 'fence')) or 0 }
 end
 
@@ -75,13 +76,17 @@ local ttl = redis.call('pttl', lockKey)
 if myEntry ~= '' then
   -- #include server-clock
   -- #include line-drop-expired
+  -- #include line-owner-entry
   -- Once in line, a retry (or a resent attempt) only refreshes its deadline: never queued twice.
-  if not redis.call('zscore', deadlinesKey, myEntry) then
-    redis.call('rpush', lineKey, myEntry)
+  if ownEntry == myEntry then
+    if not redis.call('zscore', deadlinesKey, myEntry) then
+      redis.call('rpush', lineKey, myEntry)
+      redis.call('hset', seenKey, ownerField, myEntry)
+    end
+    local sleepsFor = string.sub(myEntry, -1) == 'p' and math.max(ttl, 0) or 0
+    redis.call('zadd', deadlinesKey, now + waiterTimeoutMs + sleepsFor, myEntry)
+    redis.call('hset', seenKey, myEntry, now .. ' ' .. attemptStamp)
   end
-  local sleepsFor = string.sub(myEntry, -1) == 'p' and math.max(ttl, 0) or 0
-  redis.call('zadd', deadlinesKey, now + waiterTimeoutMs + sleepsFor, myEntry)
-  redis.call('hset', seenKey, myEntry, now .. ' ' .. attemptStamp)
   -- #include line-rearm
 end
 if ttl == -2 then

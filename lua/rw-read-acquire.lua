@@ -71,6 +71,7 @@ if mayRead or writer == ownerId or (mode == 'read' and redis.call('hexists', rwK
   -- GT: a hold with a shorter lease (a read inside a write) never shortens the owner's lease.
   redis.call('zadd', leasesKey, 'gt', now + leaseMs, ownerId)
   -- #include rw-expire-with-longest-lease
+  -- #include line-drop-own-entry
   return nil
 end
 

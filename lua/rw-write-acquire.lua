@@ -65,6 +65,7 @@ if granted then
   -- GT: a hold with a shorter lease (a read inside a write) never shortens the owner's lease.
   redis.call('zadd', leasesKey, 'gt', now + leaseMs, ownerId)
   -- #include rw-expire-with-longest-lease
+  -- #include line-drop-own-entry
   return { tonumber(redis.call('hget', rwKey, 'fence')) or 0 }
 end
 

@@ -267,7 +267,11 @@ export class UnlockSubscriber {
     const handed = parseGrant(message);
     if (!handed) return;
     for (let waiter = seats.head; waiter; waiter = waiter.next) {
-      if (waiter.id === handed.waiterId) return waiter.handOver(handed.grant);
+      if (waiter.id === handed.waiterId) {
+        // The others first: taking the grant may end this waiter's seat at once.
+        this.wakeSameOwner(seats, waiter);
+        return waiter.handOver(handed.grant);
+      }
     }
     // Handed to a waiter elsewhere: the waiters here sleep until the lock's TTL, which a new holder
     // that died before confirming never renews. One of them retries when the grant lease ends; a
@@ -278,6 +282,20 @@ export class UnlockSubscriber {
       this.wakeOne(seats);
     }, handed.grant.grantLeaseMs + 1);
     seats.handOverCheck.unref?.();
+  }
+
+  /**
+   * The owner of `granted` holds the lock now: its other acquisitions of it (which wait behind its
+   * one entry in line, see lua/include/line-owner-entry.lua) re-enter with their next attempt.
+   */
+  private wakeSameOwner(seats: ChannelSeats, granted: Waiter): void {
+    const id = granted.id as string;
+    const space = id.indexOf(' ');
+    if (space === -1) return;
+    const owner = id.slice(0, space + 1);
+    for (let waiter = seats.head; waiter; waiter = waiter.next) {
+      if (waiter !== granted && waiter.id?.startsWith(owner)) waiter.wake();
+    }
   }
 
   /** Wakes the local waiters among `ids` (the others wait in other processes). */
