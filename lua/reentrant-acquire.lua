@@ -70,6 +70,11 @@ local ttl = redis.call('pttl', lockKey)
 if myEntry ~= '' then
   -- #include server-clock
   -- #include line-drop-expired
+  -- A client that attempts is alive: a dead mark (line-failed-grantee) no longer skips its entries.
+  local myClient = string.match(ownerId, '^(%S+):%d+$')
+  if myClient then
+    redis.call('hdel', seenKey, '~dead:' .. myClient)
+  end
   -- Once in line, a retry (or a resent attempt) only refreshes its deadline: never queued twice.
   if not redis.call('zscore', deadlinesKey, myEntry) then
     redis.call('rpush', lineKey, myEntry)

@@ -5,15 +5,24 @@
 -- The grant's lease is short (the waiter's own lease, at most the waiter timeout): a waiter that
 -- died before its wake-up blocks the others no longer than that; the waiter makes it its full lease
 -- once it hears of the grant. With nobody in line, the lock's channel wakes whoever waits there.
+-- The first live waiter is found with a bounded budget (line-live-head): when gone entries fill it,
+-- nobody is granted by this script and the lock's channel is woken, so the waiters' attempts go on
+-- clearing the line (an attempt that finds the lock free answers a 50 ms retry).
+-- The grant is recorded (field '~grant' = the grantee's owner id) until the grantee releases or
+-- gives it back: a later script that finds the lock free with it still there skips all of the
+-- grantee's client's entries (line-failed-grantee).
 -- Expects  lockKey, lineKey, deadlinesKey, seenKey, fenceKey, fenceMemoryMs, publishCommand,
 --          unlockMessage, grantCapMs (the waiter timeout)
--- Defines  time, now (server clock), expired, grantedTo (the entry now holding the lock, or false)
+-- Defines  time, now (server clock), expired, grantedTo (the entry now holding the lock, or false),
+--          entry, headBlocked, headBudget
 
 -- #include server-clock
 -- #include line-drop-expired
+-- #include line-failed-grantee
 local grantedTo = false
 local channel = lockKey .. ':channel'
-local entry = redis.call('lindex', lineKey, 0)
+local headBudget = 1000
+-- #include line-live-head
 if entry then
   -- #include line-entry
   if entryOwner then
@@ -25,6 +34,7 @@ if entry then
     -- #include fence-token
     redis.call('hset', lockKey, entryOwner, 1, entryOwner .. ':rq', entryRequest, 'fence', tokenText)
     redis.call('pexpire', lockKey, grantMs)
+    redis.call('hset', seenKey, '~grant', entryOwner)
     -- How long after the waiter's last attempt (as this server saw it) the grant came: the waiter
     -- adds it to when it sent that attempt, a lower bound of when the grant's lease began.
     local sinceSeen = seenAt and math.max(0, now - seenAt) or grantMs
@@ -39,7 +49,8 @@ else
   redis.call(publishCommand, channel, unlockMessage)
 end
 -- Only entries left the line: its keys' TTL (the latest deadline's) can only be longer than
--- needed, by at most the deadline of an entry that left. An empty line goes at once.
-if redis.call('exists', lineKey) == 0 then
-  redis.call('del', deadlinesKey, seenKey)
+-- needed, by at most the deadline of an entry that left. A line without a live entry (empty, or
+-- only tombstones) goes at once.
+if redis.call('exists', lineKey) == 0 or redis.call('zcard', deadlinesKey) == 0 then
+  redis.call('del', lineKey, deadlinesKey, seenKey)
 end
