@@ -21,7 +21,7 @@
 -- #include line-failed-grantee
 local grantedTo = false
 local channel = lockKey .. ':channel'
-local headBudget = 1000
+local headBudget = 500
 -- #include line-live-head
 if entry then
   -- #include line-entry

@@ -20,7 +20,7 @@ if lastWriterGrant and redis.call('hget', rwKey, 'writer') ~= lastWriterGrant th
 end
 local grantedAny = false
 local grantChannel = rwKey .. ':channel'
-local headBudget = 1000
+local headBudget = 500
 while true do
   local rwMode = redis.call('hget', rwKey, 'mode')
   -- #include line-live-head

@@ -1,7 +1,7 @@
 -- Holders of a semaphore whose lease ended (they crashed) give their permits back; waiters whose
 -- deadline passed leave the line: their deadline and request go, their id stays in the line list
 -- as a tombstone (popped when it reaches the head: semaphore-line-head). No LREM over the line,
--- and at most 1000 holders and 500 waiters per script, oldest first: a script's work stays bounded
+-- and at most 1000 holders and 250 waiters per script, oldest first: a script's work stays bounded
 -- whatever the semaphore holds (docs/architecture.md, "Bounded scripts"); the rest go in the scripts
 -- that follow, and nothing is granted to a waiter whose deadline passed (semaphore-grant-line).
 -- Expects  semKey, leasesKey, lineKey, deadlinesKey, now
@@ -17,7 +17,7 @@ end
 if freed > 0 then
   redis.call('hincrby', semKey, 'used', -freed)
 end
-local expiredWaiters = redis.call('zrangebyscore', deadlinesKey, '-inf', now, 'limit', 0, 500)
+local expiredWaiters = redis.call('zrangebyscore', deadlinesKey, '-inf', now, 'limit', 0, 250)
 for _, id in ipairs(expiredWaiters) do
   redis.call('zrem', deadlinesKey, id)
   redis.call('hdel', semKey, 'w:' .. id, 'l:' .. id, 's:' .. id)
