@@ -22,6 +22,8 @@ if redis.call('del', lockKey) == 0 then
   return 0
 end
 if redis.call('exists', lineKey) == 1 then
+  -- Whoever held it was removed by force, not by a crash (see line-failed-grantee).
+  redis.call('hdel', seenKey, '~grant')
   -- #include line-grant-head
 else
   redis.call(publishCommand, lockKey .. ':channel', unlockMessage)

@@ -27,10 +27,14 @@ for i = 1, #fields, 2 do
   end
 end
 
+-- Only live entries, each once: the line list keeps tombstones (entries without a deadline) and
+-- may hold an entry twice (a tombstone, then pushed again; see line-live-head).
 local waiters = {}
+local listed = {}
 for _, waiterId in ipairs(redis.call('lrange', lineKey, 0, -1)) do
   local deadline = redis.call('zscore', deadlinesKey, waiterId)
-  if deadline and tonumber(deadline) > now then
+  if deadline and tonumber(deadline) > now and not listed[waiterId] then
+    listed[waiterId] = true
     table.insert(waiters, waiterId)
   end
 end

@@ -76,6 +76,11 @@ local ttl = redis.call('pttl', lockKey)
 if myEntry ~= '' then
   -- #include server-clock
   -- #include line-drop-expired
+  -- A client that attempts is alive: a dead mark (line-failed-grantee) no longer skips its entries.
+  local myClient = string.match(ownerId, '^(%S+):%d+$')
+  if myClient then
+    redis.call('hdel', seenKey, '~dead:' .. myClient)
+  end
   -- #include line-owner-entry
   -- Once in line, a retry (or a resent attempt) only refreshes its deadline: never queued twice.
   if ownEntry == myEntry then

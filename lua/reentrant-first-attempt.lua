@@ -1,15 +1,22 @@
 -- The first attempt of a reentrant-lock acquisition (and a single attempt, waitTime 0): takes the
 -- lock when nobody holds it and nobody waits, re-enters a hold of the owner's, and otherwise only
 -- answers. It never joins the line: an acquisition that waits joins it with its next attempt
--- (reentrant-acquire.lua, sent right after this one missed), and a free lock with waiters is left
--- to them. The uncontended path sends no more than it did before the line existed.
+-- (reentrant-acquire.lua, sent right after this one missed). A free lock with a line serves it
+-- (line-grant-head: the first live waiter gets it) and is taken by the caller only when nobody
+-- live stood there (every entry had left, expired, or belonged to a dead client), so dead waiters
+-- never make a single attempt see a free lock as busy. The uncontended path sends no more than it
+-- did before the line existed.
 -- KEYS[1]  lock hash (see reentrant-acquire.lua)
--- KEYS[2]  waiting line (see reentrant-acquire.lua): only whether it exists is read
+-- KEYS[2]  waiting line (see reentrant-acquire.lua)
 -- KEYS[3]  fence: the last fencing token handed out for this name, kept ARGV[4] ms after its last use
+-- KEYS[4]  waiter deadlines, KEYS[5] waiters' last attempts (see reentrant-acquire.lua)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
 -- ARGV[3]  request id (see reentrant-acquire.lua)
 -- ARGV[4]  how long the fence key outlives its last use, in ms
+-- ARGV[5]  publish command: 'publish', or 'spublish' on a cluster
+-- ARGV[6]  unlock message (for waiters of an older version)
+-- ARGV[7]  waiter timeout in ms: the longest lease a grant to a waiter starts with
 -- Returns  {token} when acquired or re-entered, otherwise the lock's TTL in ms (0: free, but others
 --          wait for it; -1: held without a TTL)
 local lockKey = KEYS[1]
@@ -19,10 +26,24 @@ local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local requestId = ARGV[3]
 local fenceMemoryMs = ARGV[4]
+local deadlinesKey = KEYS[4]
+local seenKey = KEYS[5]
+local publishCommand = ARGV[5]
+local unlockMessage = ARGV[6]
+local grantCapMs = ARGV[7]
 local requestField = ownerId .. ':rq'
+-- A first attempt never stands in line: a grant it makes goes to someone else, with its message.
+local callerEntry = ''
 
 -- One call for both keys (how many of them exist).
-if redis.call('exists', lockKey, lineKey) == 0 then
+local busyOrWaited = redis.call('exists', lockKey, lineKey)
+local free = busyOrWaited == 0
+if busyOrWaited == 1 and redis.call('exists', lockKey) == 0 then
+  -- Free, with a line: its first live waiter gets it; nobody live there (line gone): the caller.
+  -- #include line-grant-head
+  free = not grantedTo and redis.call('exists', lineKey) == 0
+end
+if free then
   local time = redis.call('time')
   -- #include fence-token
   redis.call('hset', lockKey, ownerId, 1, requestField, requestId, 'fence', tokenText)

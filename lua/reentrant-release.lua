@@ -46,6 +46,10 @@ if holds > 1 then
 else
   redis.call('del', lockKey)
   if redis.call('exists', lineKey) == 1 then
+    -- The grantee released: its grant was taken (see line-failed-grantee).
+    if redis.call('hget', seenKey, '~grant') == ownerId then
+      redis.call('hdel', seenKey, '~grant')
+    end
     -- #include line-grant-head
   else
     redis.call(publishCommand, lockKey .. ':channel', unlockMessage)

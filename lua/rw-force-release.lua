@@ -28,6 +28,8 @@ if redis.call('hget', rwKey, 'mode') ~= mode then
   return 0
 end
 redis.call('del', rwKey, leasesKey)
+-- Whoever held it was removed by force, not by a crash (see line-failed-grantee).
+redis.call('hdel', seenKey, '~grant')
 -- #include server-clock
 -- #include rw-serve-line
 if wakeChannel then

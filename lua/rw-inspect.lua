@@ -49,11 +49,15 @@ if mode == 'write' then
   fence = redis.call('hget', rwKey, 'fence')
 end
 
+-- Only live entries, each once: the line list keeps tombstones (entries without a deadline) and
+-- may hold an entry twice (a tombstone, then pushed again; see line-live-head).
 local waiters = {}
+local listed = {}
 if lineKey then
   for _, entry in ipairs(redis.call('lrange', lineKey, 0, -1)) do
     local deadline = redis.call('zscore', deadlinesKey, entry)
-    if deadline and tonumber(deadline) > now then
+    if deadline and tonumber(deadline) > now and not listed[entry] then
+      listed[entry] = true
       table.insert(waiters, entry)
     end
   end

@@ -31,9 +31,14 @@ local fenceMemoryMs = ARGV[7]
 local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
 
-local left = redis.call('lrem', lineKey, 0, myEntry)
-redis.call('zrem', deadlinesKey, myEntry)
+-- Its deadline goes; its place in the list stays as a tombstone, popped when it reaches the head
+-- (line-live-head): no LREM over the line.
+local left = redis.call('zrem', deadlinesKey, myEntry)
 redis.call('hdel', seenKey, myEntry)
+-- The owner gives its grant back or never got one: either way its client is alive.
+if redis.call('hget', seenKey, '~grant') == ownerId then
+  redis.call('hdel', seenKey, '~grant')
+end
 
 -- #include server-clock
 -- #include rw-drop-expired-owners

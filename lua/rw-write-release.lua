@@ -47,6 +47,10 @@ end
 
 -- #include rw-rearm
 if writes <= 1 then
+  -- The writer a grant went to released it: its grant was taken (see line-failed-grantee).
+  if redis.call('hget', seenKey, '~grant') == ownerId then
+    redis.call('hdel', seenKey, '~grant')
+  end
   -- #include rw-serve-line
   if wakeChannel then
     redis.call(publishCommand, channel, wakeAllMessage)

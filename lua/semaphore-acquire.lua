@@ -68,7 +68,8 @@ end
 -- #include server-clock
 
 -- #include semaphore-drop-expired
-local changed = #expiredHolders > 0 or #expiredWaiters > 0
+-- #include semaphore-line-head
+local changed = #expiredHolders > 0 or #expiredWaiters > 0 or headPopped > 0
 
 local used = tonumber(redis.call('hget', semKey, 'used')) or 0
 local free = permits - used
@@ -79,13 +80,27 @@ local free = permits - used
 local fits = take <= free
 if fits and free > 0 then
   local ahead = 0
-  for _, id in ipairs(redis.call('lrange', lineKey, 0, free - 1)) do
-    if id == permitId then break end
-    ahead = ahead + (tonumber(redis.call('hget', semKey, 'w:' .. id)) or 1)
+  local range = redis.call('lrange', lineKey, 0, free - 1)
+  local found = false
+  for _, id in ipairs(range) do
+    if id == permitId then
+      found = true
+      break
+    end
+    -- A tombstone or a waiter whose deadline passed (semaphore-drop-expired) asks for nothing.
+    local waitsUntil = tonumber(redis.call('zscore', deadlinesKey, id))
+    if waitsUntil and waitsUntil > now then
+      ahead = ahead + (tonumber(redis.call('hget', semKey, 'w:' .. id)) or 1)
+    end
     if ahead + take > free then
       fits = false
       break
     end
+  end
+  -- Only the first `free` ids were read: a caller behind all of them (gone ones among them) may
+  -- not pass whoever stands after them.
+  if fits and not found and #range >= free then
+    fits = false
   end
 end
 

@@ -31,9 +31,13 @@ if detailed then
     holders[#holders + 1] = tonumber(leases[i + 1]) - now
     holders[#holders + 1] = redis.call('hget', semKey, 'f:' .. id) or '0'
   end
+  -- Only live waiters, each once: the line list keeps tombstones (ids without a deadline) and may
+  -- hold an id twice (a tombstone, then pushed again; see semaphore-line-head).
+  local listed = {}
   for _, id in ipairs(redis.call('lrange', lineKey, 0, -1)) do
     local deadline = tonumber(redis.call('zscore', deadlinesKey, id))
-    if deadline and deadline > now then
+    if deadline and deadline > now and not listed[id] then
+      listed[id] = true
       waiters[#waiters + 1] = id
       waiters[#waiters + 1] = tonumber(redis.call('hget', semKey, 'w:' .. id)) or 1
     end

@@ -39,7 +39,7 @@ local skipId = ''
 
 local outcome = 0
 if leaving and redis.call('zscore', deadlinesKey, permitId) then
-  redis.call('lrem', lineKey, 1, permitId)
+  -- Its id stays in the line list as a tombstone (semaphore-line-head): no LREM over the line.
   redis.call('zrem', deadlinesKey, permitId)
   redis.call('hdel', semKey, 'w:' .. permitId, 'l:' .. permitId, 's:' .. permitId)
 end
@@ -56,6 +56,7 @@ if taken then
 end
 
 -- #include semaphore-drop-expired
+-- #include semaphore-line-head
 
 -- #include semaphore-grant-line
 

@@ -71,7 +71,8 @@ describe('cancelling a wait with an AbortSignal', () => {
     const { error, ms } = await abortAndTime(waiting, controller, 'gone');
     expect(error).toBe('gone');
     expect(ms).toBeLessThan(500);
-    await waitUntil(async () => (await raw.llen('lock:{cancel:fair}:line')) === 0);
+    // The live waiters (the line list keeps a left entry's tombstone until it reaches the head).
+    await waitUntil(async () => (await raw.zcard('lock:{cancel:fair}:deadlines')) === 0);
     expect(await raw.zcard('lock:{cancel:fair}:deadlines')).toBe(0);
     await waitUntil(async () => ((await raw.pubsub('CHANNELS', 'lock:{cancel:fair}*')) as string[]).length === 0);
     expect(app.get(LockEngine).subscriber.channelCount).toBe(0);
@@ -179,15 +180,16 @@ describe.each([
     const engine = app.get(LockEngine);
     const lock = app.get(FairLockService).getLock('http:1');
     await lock.lock();
-    const line = 'lock:{http:1}:line';
+    // The live waiters (the line list keeps a left entry's tombstone until it reaches the head).
+    const waiting = () => raw.zcard('lock:{http:1}:deadlines');
     const gone = openRequest(base, '/slow/1/gone');
-    await waitUntil(async () => (await raw.llen(line)) === 1);
+    await waitUntil(async () => (await waiting()) === 1);
     gone.abandon();
-    await waitUntil(async () => (await raw.llen(line)) === 0);
+    await waitUntil(async () => (await waiting()) === 0);
     expect(engine.subscriber.waiterCount()).toBe(0);
 
     const stays = openRequest(base, '/slow/1/stays');
-    await waitUntil(async () => (await raw.llen(line)) === 1);
+    await waitUntil(async () => (await waiting()) === 1);
     await lock.unlock();
     const answer = await stays.done;
     expect(answer.status).toBe(200);

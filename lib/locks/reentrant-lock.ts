@@ -49,8 +49,10 @@ export class ReentrantLock extends BaseLock {
   protected acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket, attemptStamp = 0, join = 0): Promise<AttemptResult> {
     const { scripts, client, fenceMemoryMs, publishCommand, options } = this.engine;
     if (!joinLine) {
-      const keys = [this.lockKey, LockKeys.line(this.lockKey), LockKeys.fence(this.lockKey)];
-      return scripts.reentrantFirstAttempt.run(client, keys, [leaseMs, this.ownerId, requestId, fenceMemoryMs], ticket, attemptResult);
+      const lockKey = this.lockKey;
+      const keys = [lockKey, LockKeys.line(lockKey), LockKeys.fence(lockKey), LockKeys.lineDeadlines(lockKey), LockKeys.lineSeen(lockKey)];
+      const args = [leaseMs, this.ownerId, requestId, fenceMemoryMs, publishCommand, WAKE_ONE, options.fairLockWaiterTimeout];
+      return scripts.reentrantFirstAttempt.run(client, keys, args, ticket, attemptResult);
     }
     return scripts.reentrantAcquire.run(
       client,

@@ -7,15 +7,24 @@
 -- once it hears of the grant. With nobody in line, the lock's channel wakes whoever waits there.
 -- A grant to the caller's own entry (callerEntry: an attempt that finds the lock free with itself
 -- first in line) publishes nothing: the caller learns it from its reply.
+-- The first live waiter is found with a bounded budget (line-live-head): when gone entries fill it,
+-- nobody is granted by this script and the lock's channel is woken, so the waiters' attempts go on
+-- clearing the line (an attempt that finds the lock free answers a 50 ms retry).
+-- The grant is recorded (field '~grant' = the grantee's owner id) until the grantee releases or
+-- gives it back: a later script that finds the lock free with it still there skips all of the
+-- grantee's client's entries (line-failed-grantee).
 -- Expects  lockKey, lineKey, deadlinesKey, seenKey, fenceKey, fenceMemoryMs, publishCommand,
 --          unlockMessage, grantCapMs (the waiter timeout), callerEntry ('' when none)
--- Defines  time, now (server clock), expired, grantedTo (the entry now holding the lock, or false)
+-- Defines  time, now (server clock), expired, grantedTo (the entry now holding the lock, or false),
+--          entry, headBlocked, headBudget
 
 -- #include server-clock
 -- #include line-drop-expired
+-- #include line-failed-grantee
 local grantedTo = false
 local channel = lockKey .. ':channel'
-local entry = redis.call('lindex', lineKey, 0)
+local headBudget = 500
+-- #include line-live-head
 if entry then
   -- #include line-entry
   if entryOwner then
@@ -27,6 +36,7 @@ if entry then
     -- #include fence-token
     redis.call('hset', lockKey, entryOwner, 1, entryOwner .. ':rq', entryRequest, 'fence', tokenText)
     redis.call('pexpire', lockKey, grantMs)
+    redis.call('hset', seenKey, '~grant', entryOwner)
     if entry ~= callerEntry then
       -- #include grant-timing
       local waiterChannel = entryKind == 'f' and (channel .. ':' .. entryOwner) or channel
@@ -41,7 +51,8 @@ else
   redis.call(publishCommand, channel, unlockMessage)
 end
 -- Only entries left the line: its keys' TTL (the latest deadline's) can only be longer than
--- needed, by at most the deadline of an entry that left. An empty line goes at once.
-if redis.call('exists', lineKey) == 0 then
-  redis.call('del', deadlinesKey, seenKey)
+-- needed, by at most the deadline of an entry that left. A line without a live entry (empty, or
+-- only tombstones) goes at once.
+if redis.call('exists', lineKey) == 0 or redis.call('zcard', deadlinesKey) == 0 then
+  redis.call('del', lineKey, deadlinesKey, seenKey)
 end

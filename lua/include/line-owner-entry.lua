@@ -3,14 +3,15 @@
 -- entry, and re-enters once the owner holds (line-drop-own-entry). The waiters' last-attempt hash
 -- keeps each owner's entry in the field 'o <owner id>' (no entry has that shape), overwritten by
 -- the owner's next join and gone with the line.
--- Expects  deadlinesKey, seenKey, myEntry, ownerId
+-- Expects  deadlinesKey, seenKey, myEntry, ownerId, now
 -- Defines  ownEntry (the entry this attempt keeps in line: myEntry, or the owner's live one)
 
 local ownerField = 'o ' .. ownerId
 local ownEntry = myEntry
 if not redis.call('zscore', deadlinesKey, myEntry) then
   local standing = redis.call('hget', seenKey, ownerField)
-  if standing and standing ~= myEntry and redis.call('zscore', deadlinesKey, standing) then
+  local standingUntil = standing and tonumber(redis.call('zscore', deadlinesKey, standing))
+  if standingUntil and standingUntil > now and standing ~= myEntry then
     ownEntry = standing
   end
 end

@@ -5,17 +5,26 @@
 -- between the release and the waiters' wake-up, so overlapping readers cannot starve a writer and a
 -- hand-off costs one trip. Each grant starts with a short lease (the waiter's own, at most the
 -- waiter timeout), which the waiter makes its full lease once it hears of it (its renewal call).
+-- Gone entries before the head (tombstones, expired, a dead client's) are popped with a bounded
+-- budget (line-live-head). A grant to a writer is recorded (field '~grant' of the last-attempts
+-- hash) until that writer releases or gives it back: found with another writer or none, the writer
+-- failed to take or keep it, and its client's entries are skipped together (line-failed-grantee).
 -- A grant to the caller's own entry (callerEntry) publishes nothing: the caller learns it from its reply.
 -- Expects  rwKey, leasesKey, lineKey, deadlinesKey, seenKey, fenceKey, fenceMemoryMs,
 --          publishCommand, grantCapMs (the waiter timeout), callerEntry ('' when none), time, now
 -- Defines  nothing
 
 -- #include line-drop-expired
+local lastWriterGrant = redis.call('hget', seenKey, '~grant')
+if lastWriterGrant and redis.call('hget', rwKey, 'writer') ~= lastWriterGrant then
+  -- #include line-failed-grantee
+end
 local grantedAny = false
 local grantChannel = rwKey .. ':channel'
+local headBudget = 500
 while true do
   local rwMode = redis.call('hget', rwKey, 'mode')
-  local entry = redis.call('lindex', lineKey, 0)
+  -- #include line-live-head
   if rwMode == 'write' or not entry then
     break
   end
@@ -37,6 +46,7 @@ while true do
       -- #include fence-token
       redis.call('hset', rwKey, 'mode', 'write', 'writer', entryOwner, 'writes', 1, 'rq:' .. entryOwner, entryRequest,
         'fence', tokenText)
+      redis.call('hset', seenKey, '~grant', entryOwner)
       grantToken = tokenText
     else
       if not rwMode then

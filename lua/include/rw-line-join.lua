@@ -5,6 +5,11 @@
 -- Defines  nothing
 
 -- #include line-drop-expired
+-- A client that attempts is alive: a dead mark (line-failed-grantee) no longer skips its entries.
+local myClient = string.match(myEntry, '^(%S+):%d+ ')
+if myClient then
+  redis.call('hdel', seenKey, '~dead:' .. myClient)
+end
 -- #include line-owner-entry
 if ownEntry == myEntry then
   if not redis.call('zscore', deadlinesKey, myEntry) then

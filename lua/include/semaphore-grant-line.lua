@@ -21,10 +21,16 @@ do
     for _, id in ipairs(redis.call('lrange', lineKey, 0, available - 1)) do
       if id == skipId then break end
       local want = tonumber(redis.call('hget', semKey, 'w:' .. id)) or 1
+      -- A tombstone (no deadline: it left or was granted) or a waiter whose deadline passed takes
+      -- nothing and is granted nothing (semaphore-line-head pops it once it stands first).
+      local waitsUntil = tonumber(redis.call('zscore', deadlinesKey, id))
+      if not waitsUntil or waitsUntil <= now then want = 0 end
       if want > available then break end
       available = available - want
-      local lease = tonumber(redis.call('hget', semKey, 'l:' .. id))
-      if lease then
+      local lease = want > 0 and tonumber(redis.call('hget', semKey, 'l:' .. id))
+      if want == 0 then
+        -- Gone: nothing to grant or wake.
+      elseif lease then
         local seenRecord = redis.call('hget', semKey, 's:' .. id)
         redis.call('lrem', lineKey, 1, id)
         redis.call('zrem', deadlinesKey, id)
