@@ -66,6 +66,11 @@ export class ReadWriteLockView extends BaseLock {
     return LockKeys.lineKeys(this.lockKey);
   }
 
+  /** @internal This process's channel for this lock: grants to its waiters come here only (see ReentrantLock). */
+  override get waitChannel(): string {
+    return LockKeys.clientChannel(this.lockKey, this.engine.ids.clientId);
+  }
+
   /** @internal This acquisition's entry in the lock's line: the grant message that admits it names it. */
   lineEntry(requestId: string, leaseMs: number, join = 0): string {
     return `${this.ownerId} ${lineRequest(requestId, join)} ${leaseMs} ${this.mode === 'read' ? 'r' : 'w'}`;

@@ -26,6 +26,14 @@ export class ReentrantLock extends BaseLock {
     return LockKeys.lineKeys(this.lockKey);
   }
 
+  /**
+   * @internal This process's channel for this lock: a grant to one of its waiters, and the notice
+   * that the waiter ahead was granted, come here and nowhere else (docs/hand-off-protocol.md).
+   */
+  override get waitChannel(): string {
+    return LockKeys.clientChannel(this.lockKey, this.engine.ids.clientId);
+  }
+
   /** @internal This acquisition's entry in the line: the release that hands the lock over names it. */
   lineEntry(requestId: string, leaseMs: number, join = 0): string {
     return `${this.ownerId} ${lineRequest(requestId, join)} ${leaseMs} ${this.waiterKind}`;

@@ -82,6 +82,15 @@ export class LockKeys {
     return [LockKeys.line(lockKey), LockKeys.lineDeadlines(lockKey), LockKeys.lineSeen(lockKey), LockKeys.fence(lockKey)];
   }
 
+  /**
+   * The channel on which a lock's line tells one process's plain and read-write waiters of their
+   * grants: the lock's channel plus the module instance's client id (a grant wakes only the process
+   * of the waiter it names).
+   */
+  static clientChannel(lockKey: string, clientId: string): string {
+    return `${LockKeys.channel(lockKey)}:${clientId}`;
+  }
+
   /** The channel on which a fair lock wakes one waiter: the lock's channel plus the waiter's owner id. */
   static waiterChannel(lockKey: string, ownerId: string): string {
     return `${LockKeys.channel(lockKey)}:${ownerId}`;

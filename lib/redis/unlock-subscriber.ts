@@ -24,6 +24,12 @@ export const GRANT = 'granted:';
  */
 export const LEGACY_GRANT = 'grant:';
 
+/**
+ * Prefix of the notice that the waiter ahead in line was granted the lock: `next:<waiter id> <grant
+ * lease ms>`; the named waiter sleeps no longer than that (see `Waiter.wakeWithin`).
+ */
+export const NEXT = 'next:';
+
 /** Reads a `GRANT` message: the waiter it names and what it was handed. */
 export function parseGrant(message: string): { waiterId: string; grant: HandedGrant } | undefined {
   const fields = message.slice(GRANT.length).split(' ');
@@ -257,6 +263,7 @@ export class UnlockSubscriber {
     if (!seats) return;
     if (message === WAKE_ALL) for (const waiter of seatsOf(seats)) waiter.wake();
     else if (message.startsWith(GRANT)) this.handOver(seats, message);
+    else if (message.startsWith(NEXT)) this.nextInLine(seats, message);
     else if (message.startsWith(LEGACY_GRANT)) this.wakeNamed(seats, [legacyGrantee(message)]);
     else if (message.startsWith(WAKE_IDS)) this.wakeNamed(seats, message.slice(WAKE_IDS.length).split(' '));
     else this.wakeOne(seats);
@@ -295,6 +302,17 @@ export class UnlockSubscriber {
     const owner = id.slice(0, space + 1);
     for (let waiter = seats.head; waiter; waiter = waiter.next) {
       if (waiter !== granted && waiter.id?.startsWith(owner)) waiter.wake();
+    }
+  }
+
+  /** The waiter a `NEXT` notice names, if it waits here, sleeps no longer than the grant lease ahead of it. */
+  private nextInLine(seats: ChannelSeats, message: string): void {
+    const space = message.lastIndexOf(' ');
+    const id = message.slice(NEXT.length, space);
+    const ms = Number(message.slice(space + 1));
+    if (!(ms >= 0)) return;
+    for (let waiter = seats.head; waiter; waiter = waiter.next) {
+      if (waiter.id === id) return waiter.wakeWithin(ms + 1);
     }
   }
 

@@ -101,6 +101,20 @@ export class Waiter {
     });
   }
 
+  /**
+   * The waiter ahead was handed the lock on a grant lease of `ms`: a sleep that would last longer
+   * ends then instead (if that waiter died, the lock is free again, and this one must ask). An
+   * attempt in flight needs nothing: its answer bounds the next sleep.
+   */
+  wakeWithin(ms: number): void {
+    if (!this.sleeper) return;
+    const at = monotonicNow() + ms;
+    if (at >= this.wakeAt) return;
+    sleepDeadlines.remove(this);
+    this.wakeAt = at;
+    sleepDeadlines.add(this);
+  }
+
   /** A release handed the lock to this waiter: kept for its acquisition, which is woken to take it. */
   handOver(grant: HandedGrant): void {
     this.handed = grant;

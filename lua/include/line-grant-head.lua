@@ -23,6 +23,7 @@
 -- #include line-failed-grantee
 local grantedTo = false
 local channel = lockKey .. ':channel'
+-- #include line-waiter-channel
 local headBudget = 500
 -- #include line-live-head
 if entry then
@@ -39,9 +40,10 @@ if entry then
     redis.call('hset', seenKey, '~grant', entryOwner)
     if entry ~= callerEntry then
       -- #include grant-timing
-      local waiterChannel = entryKind == 'f' and (channel .. ':' .. entryOwner) or channel
-      redis.call(publishCommand, waiterChannel, 'granted:' .. entry .. ' ' .. tokenText .. ' ' .. grantTiming .. ' ' .. grantMs)
+      redis.call(publishCommand, waiterChannelOf(entryKind, entryOwner), 'granted:' .. entry .. ' ' .. tokenText .. ' ' .. grantTiming .. ' ' .. grantMs)
     end
+    local noticeMs = grantMs
+    -- #include line-next-notice
     grantedTo = entry
   else
     -- A waiter of an older version: woken on its own channel, it tries by itself.

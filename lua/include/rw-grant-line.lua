@@ -20,7 +20,9 @@ if lastWriterGrant and redis.call('hget', rwKey, 'writer') ~= lastWriterGrant th
   -- #include line-failed-grantee
 end
 local grantedAny = false
-local grantChannel = rwKey .. ':channel'
+local channel = rwKey .. ':channel'
+-- #include line-waiter-channel
+local noticeMs = 0
 local headBudget = 500
 while true do
   local rwMode = redis.call('hget', rwKey, 'mode')
@@ -60,11 +62,13 @@ while true do
     grantedAny = true
     if entry ~= callerEntry then
       -- #include grant-timing
-      redis.call(publishCommand, grantChannel, 'granted:' .. entry .. ' ' .. grantToken .. ' ' .. grantTiming .. ' ' .. grantMs)
+      redis.call(publishCommand, waiterChannelOf(entryKind, entryOwner), 'granted:' .. entry .. ' ' .. grantToken .. ' ' .. grantTiming .. ' ' .. grantMs)
     end
+    noticeMs = math.max(noticeMs, grantMs)
   end
 end
 if grantedAny then
   -- #include rw-expire-with-longest-lease
+  -- #include line-next-notice
 end
 -- #include line-rearm
