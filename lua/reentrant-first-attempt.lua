@@ -5,11 +5,11 @@
 -- to them. The uncontended path sends no more than it did before the line existed.
 -- KEYS[1]  lock hash (see reentrant-acquire.lua)
 -- KEYS[2]  waiting line (see reentrant-acquire.lua): only whether it exists is read
--- KEYS[3]  fence: the last fencing token handed out for this name, kept ARGV[4] ms after its last use
+-- KEYS[3]  fence: the last fencing token handed out for this name, kept until the clock passes it (see fence-token.lua)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
 -- ARGV[3]  request id (see reentrant-acquire.lua)
--- ARGV[4]  how long the fence key outlives its last use, in ms
+-- ARGV[4]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- Returns  {token} when acquired or re-entered, otherwise the lock's TTL in ms (0: free, but others
 --          wait for it; -1: held without a TTL)
 local lockKey = KEYS[1]
