@@ -1,4 +1,5 @@
 import {
+  INVALID_LOCK_NAME,
   LOCK_NAME_TOO_LONG,
   LOCK_NOT_ACQUIRED,
   LOCK_NOT_HELD,
@@ -108,6 +109,36 @@ export class LockNameTooLongError extends LockError {
     readonly maxNameLength: number,
   ) {
     super(LOCK_NAME_TOO_LONG(nameLength, maxNameLength));
+  }
+}
+
+/**
+ * A lock name that is not a non-empty string (`getLock('')`, `run('')`, `inspect('')`, a multi-lock
+ * member, ...). A bad request (400) on every transport, like `LockNameTooLongError`. It extends
+ * `TypeError`, not `LockError`: an empty name was refused with a plain `TypeError` before, and code
+ * catching `TypeError` keeps working (a class cannot extend both).
+ */
+export class InvalidLockNameError extends TypeError {
+  readonly statusCode = 400;
+  readonly extensions: BadLockNameExtensions = { code: 'BAD_REQUEST', statusCode: 400 };
+  constructor(value: unknown) {
+    super(INVALID_LOCK_NAME(value));
+    this.name = 'InvalidLockNameError';
+  }
+}
+
+/**
+ * A `list({ match })` pattern refused before Redis is asked: invalid (`[z-a]`, an unclosed `[`) or too
+ * costly (too many wildcards, too long); the message says why. A bad request (400) on every transport
+ * (`match` is a request value in admin endpoints). It extends `TypeError`, as the refusal was documented
+ * to be (`error instanceof TypeError` keeps working), not `LockError`.
+ */
+export class LockNamePatternError extends TypeError {
+  readonly statusCode = 400;
+  readonly extensions: BadLockNameExtensions = { code: 'BAD_REQUEST', statusCode: 400 };
+  constructor(message: string) {
+    super(message);
+    this.name = 'LockNamePatternError';
   }
 }
 

@@ -42,6 +42,8 @@ export {
   LockLostError,
   KeyTemplateError,
   LockNameTooLongError,
+  InvalidLockNameError,
+  LockNamePatternError,
   LockUpgradeError,
   LockShutdownError,
   LockUnavailableError,

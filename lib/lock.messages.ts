@@ -70,6 +70,8 @@ export const LOST_LEASE_RAN_OUT_UNRENEWED = 'its lease ran out before it was ren
 export const LOST_RENEWALS_FAILED = 'renewals failed until its lease ran out';
 export const LOST_RELEASE_FOUND_GONE = 'a release of an inner hold found the lock no longer held';
 export const LOST_HANDED_OVER_GONE = 'the lock a release handed over was gone when its new holder confirmed it';
+export const LOST_HAND_OVER_UNCONFIRMED =
+  'its hand-over could not be confirmed before its grant lease ended (Redis unreachable or not answering)';
 
 export const LOCK_LOST = (name: string, reason: string): string =>
   `Lock ${quoteName(name)} was lost (${reason}); its holder's signal is aborted`;

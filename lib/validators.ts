@@ -1,12 +1,13 @@
-import { LockNameTooLongError } from './errors';
-import { INVALID_LOCK_NAME, INVALID_PERMITS, INVALID_TIME } from './lock.messages';
+import { InvalidLockNameError, LockNameTooLongError } from './errors';
+import { INVALID_PERMITS, INVALID_TIME } from './lock.messages';
 
 /**
- * Throws a `TypeError` naming the value unless `name` is a non-empty string, and a
+ * Throws an `InvalidLockNameError` (a `TypeError`, answered 400) naming the value unless `name` is a
+ * non-empty string, and a
  * `LockNameTooLongError` (the limit and the length, not the name) when it is longer than `maxLength`.
  */
 export function checkLockName(name: unknown, maxLength = Number.POSITIVE_INFINITY): asserts name is string {
-  if (typeof name !== 'string' || name.length === 0) throw new TypeError(INVALID_LOCK_NAME(name));
+  if (typeof name !== 'string' || name.length === 0) throw new InvalidLockNameError(name);
   if (name.length > maxLength) throw new LockNameTooLongError(name.length, maxLength);
 }
 

@@ -5,7 +5,7 @@
 -- ARGV[1]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[2]  unlock message
 -- ARGV[3]  waiter timeout in ms: the longest lease a grant to a waiter starts with
--- ARGV[4]  how long the fence key outlives its last use, in ms
+-- ARGV[4]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- Returns  1 when a lock was deleted, 0 when it was already free
 local lockKey = KEYS[1]
 local lineKey = KEYS[2]

@@ -7,7 +7,7 @@
 -- KEYS[2]  fence: the last fencing token handed out for this name on this master
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
--- ARGV[3]  how long the fence key outlives its last use, in ms
+-- ARGV[3]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- Returns  {token} when taken or re-armed (a re-arm keeps the hold's token), otherwise the lock's
 --          remaining TTL in ms. The RedLock's token is the largest of the granting masters', raised
 --          on them afterwards by redlock-fence.lua

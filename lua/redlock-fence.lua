@@ -5,7 +5,8 @@
 -- KEYS[2]  fence: the last fencing token handed out for this name on this master
 -- ARGV[1]  the RedLock's token
 -- ARGV[2]  owner id
--- ARGV[3]  how long the fence key outlives its last use, in ms
+-- ARGV[3]  the fence key's margin, in ms: it lives until this master's clock passes the raised token
+--          (the token may come from a master whose clock is ahead), plus this (see fence-token.lua)
 -- Returns  1 when raised (the owner still holds the lock here), 0 otherwise
 local lockKey = KEYS[1]
 local fenceKey = KEYS[2]
@@ -16,7 +17,10 @@ local fenceMemoryMs = ARGV[3]
 if redis.call('hexists', lockKey, ownerId) == 0 then
   return 0
 end
-local raised = string.format('%.0f', math.max(token, tonumber(redis.call('get', fenceKey)) or 0))
-redis.call('set', fenceKey, raised, 'px', fenceMemoryMs)
+local time = redis.call('time')
+local clock = tonumber(time[1] .. string.format('%06d', tonumber(time[2])))
+local raisedToken = math.max(token, tonumber(redis.call('get', fenceKey)) or 0)
+local raised = string.format('%.0f', raisedToken)
+redis.call('set', fenceKey, raised, 'px', math.max(0, math.ceil((raisedToken - clock) / 1000)) + tonumber(fenceMemoryMs))
 redis.call('hset', lockKey, 'fence', raised)
 return 1

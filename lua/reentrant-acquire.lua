@@ -8,13 +8,13 @@
 --          stops retrying (it crashed) leaves the line once its deadline passes
 -- KEYS[4]  when each waiter last attempted: hash entry -> '<ms on the server clock> <send stamp>'
 --          (see grant-timing)
--- KEYS[5]  fence: the last fencing token handed out for this name, kept ARGV[4] ms after its last use
+-- KEYS[5]  fence: the last fencing token handed out for this name, kept until the clock passes it (see fence-token.lua)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
 -- ARGV[3]  request id: a resent acquire (ioredis replays unanswered commands after a reconnect)
 --          finds its own id already applied and does not raise the hold count twice; a waiter the
 --          lock was handed to finds its grant the same way
--- ARGV[4]  how long the fence key outlives its last use, in ms
+-- ARGV[4]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- ARGV[5]  this waiter's line entry when it waits (see KEYS[3]); '' for a single attempt that never
 --          joins the line
 -- ARGV[6]  waiter timeout in ms: a fair waiter's deadline is now + this (it retries three times

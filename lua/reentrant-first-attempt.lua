@@ -8,12 +8,12 @@
 -- did before the line existed.
 -- KEYS[1]  lock hash (see reentrant-acquire.lua)
 -- KEYS[2]  waiting line (see reentrant-acquire.lua)
--- KEYS[3]  fence: the last fencing token handed out for this name, kept ARGV[4] ms after its last use
+-- KEYS[3]  fence: the last fencing token handed out for this name, kept until the clock passes it (see fence-token.lua)
 -- KEYS[4]  waiter deadlines, KEYS[5] waiters' last attempts (see reentrant-acquire.lua)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
 -- ARGV[3]  request id (see reentrant-acquire.lua)
--- ARGV[4]  how long the fence key outlives its last use, in ms
+-- ARGV[4]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- ARGV[5]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[6]  unlock message (for waiters of an older version)
 -- ARGV[7]  waiter timeout in ms: the longest lease a grant to a waiter starts with

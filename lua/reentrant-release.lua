@@ -12,7 +12,7 @@
 -- ARGV[5]  '' for a plain release; an acquire request id to release only the hold that request
 --          granted (an acquisition abandoned while its reply was unknown: no phantom hold remains)
 -- ARGV[6]  waiter timeout in ms: the longest lease a grant to a waiter starts with
--- ARGV[7]  how long the fence key outlives its last use, in ms
+-- ARGV[7]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- Returns  nil when the owner does not hold the lock (or that request granted nothing),
 --          0 when holds remain (the lease is left as it is: the remaining holds' leases are in
 --          it), 1 when released

@@ -9,7 +9,7 @@
 -- ARGV[2]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[3]  unlock message that wakes every waiter
 -- ARGV[4]  waiter timeout in ms: the longest lease a grant to a waiter starts with
--- ARGV[5]  how long the fence key outlives its last use, in ms
+-- ARGV[5]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- Returns  1 when the lock was held in that mode and deleted, 0 otherwise
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]

@@ -12,7 +12,7 @@
 -- ARGV[4]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[5]  unlock message that wakes every waiter (the lock is free and nobody is in line)
 -- ARGV[6]  waiter timeout in ms: the longest lease a grant to a waiter starts with
--- ARGV[7]  how long the fence key outlives its last use, in ms
+-- ARGV[7]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- Returns  1 when the waiter was in line or held a grant, 0 otherwise
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]

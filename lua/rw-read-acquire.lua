@@ -21,7 +21,7 @@
 -- ARGV[5]  waiter timeout in ms: a waiter's deadline is now + this + the TTL it was told; also the
 --          longest lease a grant to a waiter starts with
 -- ARGV[6]  publish command: 'publish', or 'spublish' on a cluster
--- ARGV[7]  how long the fence key outlives its last use, in ms
+-- ARGV[7]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- ARGV[8]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing)
 -- Returns  nil when acquired or re-entered (by readers, or by the writer itself: a downgrade),
 --          otherwise the lock's remaining TTL in ms

@@ -8,7 +8,7 @@
 -- ARGV[2]  owner id
 -- ARGV[3]  request id: a resent acquire finds its own id applied and does not raise the hold count
 --          twice; a waiter the lock was handed to finds its grant the same way (and gets its full lease)
--- ARGV[4]  how long the fence key outlives its last use, in ms
+-- ARGV[4]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- ARGV[5]  this waiter's line entry when it waits; '' for a single attempt that never joins the line
 -- ARGV[6]  waiter timeout in ms (see rw-read-acquire.lua)
 -- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster

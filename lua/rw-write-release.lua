@@ -15,7 +15,7 @@
 -- ARGV[5]  '' for a plain release; an acquire request id to release only the hold that request
 --          granted (see reentrant-release.lua)
 -- ARGV[6]  waiter timeout in ms: the longest lease a grant to a waiter starts with
--- ARGV[7]  how long the fence key outlives its last use, in ms
+-- ARGV[7]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- Returns  nil when the owner holds no write lock (and no read lock); -1 when it holds no write lock
 --          but holds a read lock; 0 when the owner still holds something; 1 when it holds nothing more
 -- #include rw-release-start

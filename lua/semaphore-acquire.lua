@@ -20,7 +20,7 @@
 -- ARGV[6]  '1' to join (or keep a place in) the line when not granted; '0' for a single attempt
 --          that never joins
 -- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster
--- ARGV[8]  how long the fence key outlives its last use, in ms
+-- ARGV[8]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- ARGV[9]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing)
 -- Returns  {token} when granted (a resent attempt that was granted already, or a waiter whose
 --          permits a release granted, gets the same token, its lease now the full ARGV[3]);

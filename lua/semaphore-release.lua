@@ -15,7 +15,7 @@
 -- ARGV[4]  '1' when the caller is a waiter giving up: it also leaves the line (its grant, if a late
 --          attempt or a release made one, is given back all the same, and goes on down the line)
 -- ARGV[5]  waiter timeout in ms: the longest lease a grant to a waiter starts with
--- ARGV[6]  how long the fence key outlives its last use, in ms
+-- ARGV[6]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- Returns  1 when permits were given back, nil when the permit id holds none (never granted, lost
 --          by expiry, or released already); a waiter giving up gets 0 instead of nil
 local semKey = KEYS[1]

@@ -1,10 +1,32 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpStatus } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { throwError } from 'rxjs';
-import { KeyTemplateError, LockNameTooLongError, LockTimeoutError, LockUnavailableError, shortLockName } from '../errors';
+import {
+  InvalidLockNameError,
+  KeyTemplateError,
+  LockNamePatternError,
+  LockNameTooLongError,
+  LockTimeoutError,
+  LockUnavailableError,
+  shortLockName,
+} from '../errors';
 
-/** The lock errors the filter answers: contention (423), Redis unusable (503), an unusable name (400). */
-export type AnsweredLockError = LockTimeoutError | LockUnavailableError | KeyTemplateError | LockNameTooLongError;
+/**
+ * The lock errors the filter answers: contention (423), Redis unusable (503), an unusable name or
+ * `list()` pattern (400).
+ */
+export type AnsweredLockError =
+  | LockTimeoutError
+  | LockUnavailableError
+  | KeyTemplateError
+  | LockNameTooLongError
+  | InvalidLockNameError
+  | LockNamePatternError;
+
+/** The caller's input the library cannot use: answered 400 Bad Request. */
+const BAD_REQUEST_ERRORS = [KeyTemplateError, LockNameTooLongError, InvalidLockNameError, LockNamePatternError] as const;
+const isBadRequest = (error: AnsweredLockError): error is KeyTemplateError | LockNameTooLongError | InvalidLockNameError | LockNamePatternError =>
+  BAD_REQUEST_ERRORS.some((type) => error instanceof type);
 
 /** The JSON body of a 423 answer. */
 export interface LockedResponseBody {
@@ -24,8 +46,8 @@ export interface LockUnavailableResponseBody {
 }
 
 /**
- * The JSON body of a 400 answer: a key template value or a lock name the library cannot use (the
- * caller's input). `parameter` names the template placeholder at fault (`#id`) when there is one.
+ * The JSON body of a 400 answer: a key template value, a lock name or a `list({ match })` pattern the
+ * library cannot use (the caller's input). `parameter` names the template placeholder at fault (`#id`) when there is one.
  */
 export interface BadLockNameResponseBody {
   statusCode: 400;
@@ -40,7 +62,7 @@ export function lockErrorResponse(error: AnsweredLockError): {
   body: LockedResponseBody | LockUnavailableResponseBody | BadLockNameResponseBody;
   headers: Record<string, string>;
 } {
-  if (error instanceof KeyTemplateError || error instanceof LockNameTooLongError) {
+  if (isBadRequest(error)) {
     const parameter = error instanceof KeyTemplateError ? error.parameter : undefined;
     return {
       status: HttpStatus.BAD_REQUEST,
@@ -89,15 +111,16 @@ function sendWsException(client: WsClient, body: unknown): void {
  * Registered by LockModule for the whole application. In an HTTP request, a lock not acquired
  * within its `waitTime` (decorated method or `run`) answers 423 Locked, and Redis being unreachable
  * answers 503 Service Unavailable with a `Retry-After` header; both with a JSON body naming the
- * lock, never 500. A key template value or a name the library cannot use (`KeyTemplateError`,
- * `LockNameTooLongError`) answers 400 Bad Request naming the template parameter. Contention is expected, so nothing is logged as an error. Other transports get
+ * lock, never 500. A key template value, a name or a `list({ match })` pattern the library cannot use
+ * (`KeyTemplateError`, `LockNameTooLongError`, `InvalidLockNameError`, `LockNamePatternError`) answers
+ * 400 Bad Request, naming the template parameter when there is one. Contention is expected, so nothing is logged as an error. Other transports get
  * the same body: an RPC caller (@nestjs/microservices) as the error of its call, a WebSocket client
  * as an `exception` event (socket.io and `ws` alike; Nest applies no app-wide filter to gateways, so
  * a gateway names this one in `@UseFilters`). Anything else (GraphQL, plain providers) sees the error rethrown as if no
  * filter existed: GraphQL servers answer its `extensions.code` (`LOCKED`, `SERVICE_UNAVAILABLE`,
  * `BAD_REQUEST`).
  */
-@Catch(LockTimeoutError, LockUnavailableError, KeyTemplateError, LockNameTooLongError)
+@Catch(LockTimeoutError, LockUnavailableError, ...BAD_REQUEST_ERRORS)
 export class LockErrorFilter implements ExceptionFilter<AnsweredLockError> {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 

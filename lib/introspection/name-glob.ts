@@ -1,3 +1,4 @@
+import { LockNamePatternError } from '../errors';
 import { GLOB_INVALID, GLOB_TOO_COSTLY } from '../lock.messages';
 
 /**
@@ -19,13 +20,13 @@ export class NameGlob {
   private constructor(private readonly tokens: readonly Token[]) {}
 
   /**
-   * Parses `pattern`, or throws a `TypeError` saying why it is refused: invalid (an unterminated
+   * Parses `pattern`, or throws a `LockNamePatternError` (a `TypeError`, answered 400) saying why it is refused: invalid (an unterminated
    * `[`, a range such as `[z-a]`, an empty class, a trailing `\`), more than `MAX_GLOB_WILDCARDS`
    * `*` and `?`, or longer than `maxLength`.
    */
   static parse(pattern: unknown, maxLength: number): NameGlob {
-    if (typeof pattern !== 'string') throw new TypeError(GLOB_INVALID(String(pattern), 'it must be a string'));
-    if (pattern.length > maxLength) throw new TypeError(GLOB_TOO_COSTLY(pattern, `it has ${pattern.length} characters, at most ${maxLength} are accepted`));
+    if (typeof pattern !== 'string') throw new LockNamePatternError(GLOB_INVALID(String(pattern), 'it must be a string'));
+    if (pattern.length > maxLength) throw new LockNamePatternError(GLOB_TOO_COSTLY(pattern, `it has ${pattern.length} characters, at most ${maxLength} are accepted`));
     const chars = Array.from(pattern);
     const tokens: Token[] = [];
     let wildcards = 0;
@@ -37,7 +38,7 @@ export class NameGlob {
         if (c === '*' && tokens.at(-1)?.type === 'star') continue;
         tokens.push(c === '*' ? { type: 'star' } : { type: 'any' });
       } else if (c === '\\') {
-        if (i + 1 >= chars.length) throw new TypeError(GLOB_INVALID(pattern, 'it ends with a lone \\ (escape a literal \\ as \\\\)'));
+        if (i + 1 >= chars.length) throw new LockNamePatternError(GLOB_INVALID(pattern, 'it ends with a lone \\ (escape a literal \\ as \\\\)'));
         tokens.push({ type: 'char', char: chars[++i] });
       } else if (c === '[') {
         const parsed = parseClass(chars, i, pattern);
@@ -46,7 +47,7 @@ export class NameGlob {
       } else tokens.push({ type: 'char', char: c });
     }
     if (wildcards > MAX_GLOB_WILDCARDS) {
-      throw new TypeError(GLOB_TOO_COSTLY(pattern, `it has ${wildcards} wildcards (* and ?), at most ${MAX_GLOB_WILDCARDS} are accepted`));
+      throw new LockNamePatternError(GLOB_TOO_COSTLY(pattern, `it has ${wildcards} wildcards (* and ?), at most ${MAX_GLOB_WILDCARDS} are accepted`));
     }
     return new NameGlob(tokens);
   }
@@ -116,14 +117,14 @@ function parseClass(chars: readonly string[], open: number, pattern: string): { 
         high = chars[++i];
       }
       const [from, to] = [low.codePointAt(0)!, high.codePointAt(0)!];
-      if (from > to) throw new TypeError(GLOB_INVALID(pattern, `the range [${low}-${high}] is reversed (write [${high}-${low}])`));
+      if (from > to) throw new LockNamePatternError(GLOB_INVALID(pattern, `the range [${low}-${high}] is reversed (write [${high}-${low}])`));
       ranges.push([from, to]);
     } else {
       const code = low.codePointAt(0)!;
       ranges.push([code, code]);
     }
   }
-  if (i >= chars.length) throw new TypeError(GLOB_INVALID(pattern, `the [ at position ${open} is never closed by ]`));
-  if (ranges.length === 0) throw new TypeError(GLOB_INVALID(pattern, `the class at position ${open} is empty`));
+  if (i >= chars.length) throw new LockNamePatternError(GLOB_INVALID(pattern, `the [ at position ${open} is never closed by ]`));
+  if (ranges.length === 0) throw new LockNamePatternError(GLOB_INVALID(pattern, `the class at position ${open} is empty`));
   return { token: { type: 'class', negated, ranges }, end: i };
 }

@@ -22,11 +22,12 @@ import { LockTelemetry } from '../metrics/lock-telemetry';
 /** How long a release's outcome is kept for a resent release (ioredis replays after a reconnect). */
 const RELEASE_RECORD_TTL_MS = 10_000;
 /**
- * How long a name's last fencing token is remembered after its last acquisition, in ms (beyond
- * that, tokens keep growing with the server clock): covers a clock stepping back, without one key
- * per lock name kept forever.
+ * The fence key's margin, in ms: a name's last fencing token is kept only until the server clock
+ * (microseconds) passes it, which a token taken from the clock does at once, plus this (the script's
+ * own run time, a replica's clock a little behind after a failover). Beyond that, tokens keep growing
+ * with the clock (lua/include/fence-token.lua, docs/architecture.md#fencing-tokens).
  */
-const FENCE_MEMORY_MS = 3_600_000;
+const FENCE_MEMORY_MS = 1_000;
 
 /**
  * Opens a connection for a URL or options (lazily: nothing connects before the first command);

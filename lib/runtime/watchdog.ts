@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import calculateSlot from 'cluster-key-slot';
 import {
   LOCK_LOST,
+  LOST_HAND_OVER_UNCONFIRMED,
   LOST_LEASE_RAN_OUT_UNRENEWED,
   LOST_LEASE_TIME_RAN_OUT,
   LOST_RENEWAL_FOUND_GONE,
@@ -45,7 +46,11 @@ export class Watchdog {
     private readonly logger: Logger,
   ) {
     holds.whenFirstHeld(() => this.start());
-    holds.whenLeaseEnds((hold) => this.lose(hold, LOST_LEASE_TIME_RAN_OUT, false));
+    // A lease-end timer ends a fixed leaseTime (expected: no warning) or a hand-over's short grant
+    // lease that no confirmation got through to make the full lease (a fault: warned).
+    holds.whenLeaseEnds((hold) =>
+      hold.awaitingConfirmation ? this.lose(hold, LOST_HAND_OVER_UNCONFIRMED) : this.lose(hold, LOST_LEASE_TIME_RAN_OUT, false),
+    );
   }
 
   /** Runs `beat` with every round and keeps the rounds going while nothing is held. */
@@ -91,6 +96,12 @@ export class Watchdog {
     const batches = new Map<RedisClient, Map<number, HeldLock[]>>();
     const ownRenewals: Promise<void>[] = [];
     for (const hold of this.holds.all()) {
+      // A hand-over's short grant lease ended before any confirmation got through: said as such,
+      // whether or not the hold has a leaseTime.
+      if (hold.awaitingConfirmation && hold.leaseEndedBy(now)) {
+        this.lose(hold, LOST_HAND_OVER_UNCONFIRMED);
+        continue;
+      }
       if (hold.renewedHolds === 0 || !hold.renewal) {
         if (hold.leaseEndedBy(now)) this.lose(hold, LOST_LEASE_TIME_RAN_OUT, false);
         continue;
@@ -139,7 +150,7 @@ export class Watchdog {
     else if (renewed === false) this.lose(hold, LOST_RENEWAL_FOUND_GONE);
     else {
       this.roundFailed = true;
-      if (hold.leaseEndedBy(monotonicNow())) this.lose(hold, LOST_RENEWALS_FAILED);
+      if (hold.leaseEndedBy(monotonicNow())) this.lose(hold, this.failedReason(hold));
       else this.renewalFailed(hold, failure instanceof Error ? failure.message : String(failure));
     }
   }
@@ -177,7 +188,7 @@ export class Watchdog {
         if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
         if (error) {
           this.roundFailed = true;
-          if (hold.leaseEndedBy(monotonicNow())) this.lose(hold, LOST_RENEWALS_FAILED);
+          if (hold.leaseEndedBy(monotonicNow())) this.lose(hold, this.failedReason(hold));
           else this.renewalFailed(hold, error.message);
         } else if (renewed === 1) {
           // Redis still had the hold when the renewal ran, so its lease runs on from when it was sent.
@@ -208,8 +219,13 @@ export class Watchdog {
     this.expiryAt = Number.POSITIVE_INFINITY;
     const now = monotonicNow();
     for (const hold of this.holds.all()) {
-      if (hold.renewedHolds > 0 && hold.leaseEndedBy(now)) this.lose(hold, LOST_RENEWALS_FAILED);
+      if (hold.renewedHolds > 0 && hold.leaseEndedBy(now)) this.lose(hold, this.failedReason(hold));
     }
+  }
+
+  /** Why a watchdog hold whose renewals failed is lost: a hand-over never confirmed says so. */
+  private failedReason(hold: HeldLock): string {
+    return hold.awaitingConfirmation ? LOST_HAND_OVER_UNCONFIRMED : LOST_RENEWALS_FAILED;
   }
 
   private lose(hold: HeldLock, reason: string, warn = true): void {
