@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { LockError, LockShutdownError, LockUnavailableError } from '../errors';
 import { NOT_CONNECTED, REPLICAS_NOT_SYNCED } from '../lock.messages';
 import { boundedCall, type CallTicket } from '../redis/bounded-call';
@@ -89,11 +90,12 @@ export interface Contender<R> {
   readonly replicaKey: string | undefined;
   /**
    * One atomic attempt, bounded by `commandTimeout`; Redis failures come back as a value.
-   * `attemptStamp`: when it is sent (µs, monotonic), kept by Redis with the waiter's place in line
-   * and echoed by the grant message that admits it (docs/hand-off-protocol.md). `join`: which of
+   * `attemptStamp`: when it is sent (µs, monotonic) and the join's proof (`<µs>.<proof>`), kept by
+   * Redis with the waiter's place in line and echoed by the grant message that admits it
+   * (docs/hand-off-protocol.md). `join`: which of
    * the acquisition's joins of the line the attempt belongs to (its entry is `lineEntry(.., join)`).
    */
-  attempt(leaseMs: number, requestId: string, joinLine: boolean, attemptStamp: number, join: number): Promise<AttemptOutcome>;
+  attempt(leaseMs: number, requestId: string, joinLine: boolean, attemptStamp: string, join: number): Promise<AttemptOutcome>;
   /**
    * Whether a newcomer with a wait takes its seat before its first attempt (it still attempts, once
    * subscribed): where a release names the waiters it admits, the seat must be there when the name
@@ -165,6 +167,12 @@ export class Acquisition<R> implements Sleeper {
   private answeredStamp = 0;
   /** How many times this acquisition joined the line anew after giving a late grant back. */
   private join = 0;
+  /**
+   * A random value of this join, sent with its attempts and echoed only by the grant message for
+   * it: a message that does not carry it (forged by a client that may publish on the lock's
+   * channels but cannot read its keys, or meant for another join) is not taken.
+   */
+  private joinProof: string | undefined = undefined;
   /** This acquisition's entry in the lock's line (the id a hand-over names), once it takes a seat. */
   private lineEntry: string | undefined = undefined;
   /** Whether an attempt that joins the lock's line has been sent. */
@@ -326,7 +334,8 @@ export class Acquisition<R> implements Sleeper {
     const stamp = Math.floor(sentAt * 1000);
     this.sentAt = sentAt;
     this.sentStamp = stamp;
-    return this.contender.attempt(this.leaseMs, this.requestId, joinLine, stamp, this.join).then((outcome) => {
+    const token = joinLine ? `${stamp}.${(this.joinProof ??= randomBytes(8).toString('hex'))}` : String(stamp);
+    return this.contender.attempt(this.leaseMs, this.requestId, joinLine, token, this.join).then((outcome) => {
       if (!(outcome instanceof LockUnavailableError) && stamp > this.answeredStamp) this.answeredStamp = stamp;
       return outcome;
     });
@@ -334,17 +343,20 @@ export class Acquisition<R> implements Sleeper {
 
   /**
    * The grant a release handed to this waiter, if it may be used (docs/hand-off-protocol.md): its
-   * message names the attempt Redis saw last before the grant; one older than an attempt Redis has
-   * answered since is dropped (that grant ended before the answered attempt arrived, or that attempt
-   * would have found it). 'attempt': a grant that cannot be dated (Redis had no stamp), found by an
-   * attempt instead.
+   * message carries this join's proof and names the attempt Redis saw last before the grant, which
+   * must be the latest attempt Redis answered "busy" or the one still out. One that names an older
+   * attempt is dropped: the attempts after it reached Redis after the grant, so one answered since
+   * either found it (and holds by its own answer) or found it gone. 'attempt': a grant that cannot
+   * be dated (Redis had no stamp), found by an attempt instead.
    */
   private takeHanded(): DatedGrant | 'attempt' | undefined {
     const handed = this.waiter?.takeGrant();
     if (!handed) return undefined;
-    const { attemptStamp } = handed;
+    const { attemptStamp, attemptProof } = handed;
     if (attemptStamp === undefined) return 'attempt';
-    return attemptStamp < this.answeredStamp ? undefined : { ...handed, attemptStamp };
+    if (attemptProof !== this.joinProof) return undefined;
+    if (attemptStamp !== this.answeredStamp && attemptStamp !== this.sentStamp) return undefined;
+    return { ...handed, attemptStamp };
   }
 
   private afterAttempt(outcome: AttemptOutcome): void {
@@ -409,7 +421,8 @@ export class Acquisition<R> implements Sleeper {
     const leaseMs = Math.min(handed.grantLeaseMs, this.leaseMs);
     this.granted({
       fencingToken: handed.fencingToken,
-      leaseStartedAt: handed.attemptStamp / 1000 + handed.sinceAttemptMs,
+      // Never later than now: the grant was made before its message was heard.
+      leaseStartedAt: Math.min(handed.attemptStamp / 1000 + handed.sinceAttemptMs, monotonicNow()),
       grantedLeaseMs: leaseMs < this.leaseMs ? leaseMs : undefined,
     });
   }
@@ -500,6 +513,7 @@ export class Acquisition<R> implements Sleeper {
     this.outcome = 0;
     this.busyWithoutTtl = 0;
     this.join += 1;
+    this.joinProof = undefined;
     const { waiter } = this;
     waiter?.takeGrant();
     if (waiter && this.lineEntry !== undefined) {

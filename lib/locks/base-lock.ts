@@ -69,7 +69,7 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     requestId: string,
     joinLine: boolean,
     ticket?: CallTicket,
-    attemptStamp?: number,
+    attemptStamp?: string,
     join?: number,
   ): Promise<AttemptResult>;
   /**
@@ -283,7 +283,7 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   }
 
   /** @internal One attempt, bounded; Redis failures come back as a value. */
-  attempt(leaseMs: number, requestId: string, joinLine: boolean, attemptStamp = 0, join = 0): Promise<AttemptOutcome> {
+  attempt(leaseMs: number, requestId: string, joinLine: boolean, attemptStamp = '', join = 0): Promise<AttemptOutcome> {
     return attemptOnConnection(this.engine, this.name, (ticket) =>
       this.acquireScript(leaseMs, requestId, joinLine, ticket, attemptStamp, join),
     );

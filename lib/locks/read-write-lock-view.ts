@@ -81,7 +81,7 @@ export class ReadWriteLockView extends BaseLock {
     requestId: string,
     joinLine: boolean,
     ticket?: CallTicket,
-    attemptStamp = 0,
+    attemptStamp = '',
     join = 0,
   ): Promise<AttemptResult> {
     const { client, fenceMemoryMs, publishCommand, options } = this.engine;

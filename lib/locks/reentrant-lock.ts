@@ -54,7 +54,7 @@ export class ReentrantLock extends BaseLock {
   }
 
   // Plain promise chains rather than async functions: one promise and one frame less per call.
-  protected acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket, attemptStamp = 0, join = 0): Promise<AttemptResult> {
+  protected acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket, attemptStamp = '', join = 0): Promise<AttemptResult> {
     const { scripts, client, fenceMemoryMs, publishCommand, options } = this.engine;
     if (!joinLine) {
       const lockKey = this.lockKey;

@@ -14,7 +14,7 @@ export type UnlockMessage = typeof WAKE_ONE | typeof WAKE_ALL;
 export const WAKE_IDS = 'ids:';
 /**
  * Prefix of a message that hands a lock to one waiter: `granted:<waiter id> <token> <send stamp of
- * its last attempt, or -> <ms since that attempt> <grant lease ms>` (the waiter id may have spaces:
+ * its last attempt>.<its join's proof> (or -) <ms since that attempt> <grant lease ms>` (the waiter id may have spaces:
  * the last four fields are not). See docs/hand-off-protocol.md.
  */
 export const GRANT = 'granted:';
@@ -35,11 +35,14 @@ export function parseGrant(message: string): { waiterId: string; grant: HandedGr
   const fields = message.slice(GRANT.length).split(' ');
   if (fields.length < 5) return undefined;
   const [token, stamp, since, lease] = fields.splice(-4);
+  const dot = stamp.indexOf('.');
+  const dated = stamp !== '-';
   return {
     waiterId: fields.join(' '),
     grant: {
       fencingToken: Number(token) || undefined,
-      attemptStamp: stamp === '-' ? undefined : Number(stamp),
+      attemptStamp: dated ? Number(dot === -1 ? stamp : stamp.slice(0, dot)) : undefined,
+      attemptProof: dated && dot !== -1 ? stamp.slice(dot + 1) : undefined,
       sinceAttemptMs: Number(since),
       grantLeaseMs: Number(lease),
     },

@@ -11,6 +11,8 @@ import { sleepDeadlines } from './sleep-deadlines';
 export interface HandedGrant {
   readonly fencingToken: number | undefined;
   readonly attemptStamp: number | undefined;
+  /** The proof of the join the grant was made to, as its attempts carried it. */
+  readonly attemptProof: string | undefined;
   readonly sinceAttemptMs: number;
   readonly grantLeaseMs: number;
 }

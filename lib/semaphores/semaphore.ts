@@ -313,7 +313,7 @@ class PermitRequest implements Contender<Permit | null> {
     return this.engine.subscriber.hasWaiters(this.waitChannel);
   }
 
-  attempt(leaseMs: number, _requestId: string, joinLine: boolean, attemptStamp = 0): Promise<AttemptOutcome> {
+  attempt(leaseMs: number, _requestId: string, joinLine: boolean, attemptStamp = ''): Promise<AttemptOutcome> {
     const { semaphore, engine, take, waiterId } = this;
     const { keys } = semaphore;
     const { client, options, publishCommand, fenceMemoryMs } = engine;

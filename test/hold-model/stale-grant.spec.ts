@@ -130,3 +130,54 @@ describe('A grant message never starts a body on a grant Redis no longer holds',
     }, 30_000);
   });
 });
+
+/**
+ * A grant message is trusted only as far as Redis ACLs protect the lock's channels; still, a client
+ * that may publish there but cannot read the lock's keys cannot make a hold Redis did not grant: the
+ * message must carry the waiter's join proof, which only its attempts (stored in the line's keys)
+ * and the real grant message carry.
+ */
+describe('A forged grant message makes no hold', () => {
+  let redis: TestRedis;
+  let apps: TestingModule[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterEach(async () => {
+    for (const app of apps) await app.close();
+    apps = [];
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('a grant naming the waiter’s entry and attempt stamp, without its proof, is ignored', async () => {
+    const holderApp = await createLockApp({ redis: redis.url });
+    const waiterApp = await createLockApp({ redis: redis.url });
+    apps = [holderApp, waiterApp];
+    const raw = redis.client();
+    const name = 'forged';
+    const holder = holderApp.get(LockService).getLock(name);
+    await holder.lock();
+    const waiter = waiterApp.get(LockService).getLock(name);
+    let settled = false;
+    const acquired = waiter.tryLock({ waitTime: 10_000 }).finally(() => (settled = true));
+    await waitersQueued(waiterApp, 1);
+
+    // What a client that can see the line learns: the entry, and where the waiter listens.
+    const [entry] = await raw.lrange(`lock:{${name}}:line`, 0, -1);
+    const stamp = (await raw.hget(`lock:{${name}}:seen`, entry))?.split(' ')[1]?.split('.')[0];
+    const clientId = entry.split(' ')[0].replace(/:\d+$/, '');
+    const receivers = await raw.publish(`lock:{${name}}:channel:${clientId}`, `granted:${entry} 99 ${stamp}.0000000000000000 0 5000`);
+    expect(receivers).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(settled).toBe(false);
+    expect(await holder.isHeldByCurrentOwner()).toBe(true);
+
+    await holder.unlock();
+    expect(await acquired).toBe(true);
+    expect(waiter.getFencingToken()).not.toBe(99);
+    await waiter.unlock();
+    raw.disconnect();
+  }, 30_000);
+});
