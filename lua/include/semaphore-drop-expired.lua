@@ -2,7 +2,7 @@
 -- deadline passed leave the line: their deadline and request go, their id stays in the line list
 -- as a tombstone (popped when it reaches the head: semaphore-line-head). No LREM over the line,
 -- and at most 1000 holders and 250 waiters per script, oldest first: a script's work stays bounded
--- whatever the semaphore holds (docs/architecture.md, "Bounded scripts"); the rest go in the scripts
+-- whatever the semaphore holds (docs/hand-off-protocol.md#bounded-work-in-redis); the rest go in the scripts
 -- that follow, and nothing is granted to a waiter whose deadline passed (semaphore-grant-line).
 -- Expects  semKey, leasesKey, lineKey, deadlinesKey, now
 -- Defines  expiredHolders, expiredWaiters (the permit ids dropped), freed (the permits given back)

@@ -1,7 +1,7 @@
 -- The ids before the first live waiter of a semaphore's line leave the list: tombstones (a waiter
 -- that left, was granted, or whose deadline was dropped: it has no deadline) and waiters whose
 -- deadline passed. At most 500 per script, so its work stays bounded whatever the line holds
--- (docs/architecture.md, "Bounded scripts"); the next script goes on from there.
+-- (docs/hand-off-protocol.md#bounded-work-in-redis); the next script goes on from there.
 -- Expects  semKey, lineKey, deadlinesKey, now
 -- Defines  headPopped (how many ids left the list)
 
