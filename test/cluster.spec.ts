@@ -36,6 +36,9 @@ describeOnCluster('Redis Cluster (3 masters)', () => {
     await cluster?.stop();
   });
 
+  /** The channel on which `other`'s waiters of a lock listen: the lock's channel plus its client id. */
+  const waiterChannel = (key: string) => `${key}:channel:${other.get(LockEngine).ids.clientId}`;
+
   it('keeps every key of a lock in one slot, on the master that owns it', async () => {
     const names = await spread('slot');
     const owners = await Promise.all(names.map((n) => cluster.masterOf(lockKey(n))));
@@ -78,7 +81,7 @@ describeOnCluster('Redis Cluster (3 masters)', () => {
         const acquired = other.get(LockService).getLock(name).tryLock({ waitTime: 8_000 });
         // The waiter's SSUBSCRIBE reached the master that owns the lock's slot.
         const master = await cluster.masterOf(lockKey(name));
-        await waitUntil(async () => (await shardSubscribers(master, `${lockKey(name)}:channel`)) === 1);
+        await waitUntil(async () => (await shardSubscribers(master, waiterChannel(lockKey(name)))) === 1);
         const releasedAt = Date.now();
         await holder.unlock();
         expect(await acquired).toBe(true);
@@ -88,7 +91,7 @@ describeOnCluster('Redis Cluster (3 masters)', () => {
     // The subscriptions are dropped once nobody waits.
     for (const name of names) {
       const master = await cluster.masterOf(lockKey(name));
-      await waitUntil(async () => (await shardSubscribers(master, `${lockKey(name)}:channel`)) === 0);
+      await waitUntil(async () => (await shardSubscribers(master, waiterChannel(lockKey(name)))) === 0);
       await other.get(LockService).getLock(name).forceUnlock();
     }
   });
@@ -164,7 +167,7 @@ describeOnCluster('Redis Cluster (3 masters)', () => {
         const reading = readers.map((r) => r.tryLock({ waitTime: 8_000 }));
         // Both readers wait on one sharded subscription, on the master that owns the lock's slot.
         const master = owners[names.indexOf(name)];
-        await waitUntil(async () => (await shardSubscribers(master, `${rwKey(name)}:channel`)) === 1);
+        await waitUntil(async () => (await shardSubscribers(master, waiterChannel(rwKey(name)))) === 1);
         const releasedAt = Date.now();
         await writer.unlock();
         expect(await Promise.all(reading)).toEqual([true, true]);
@@ -182,11 +185,11 @@ describeOnCluster('Redis Cluster (3 masters)', () => {
     const holder = app.get(LockService).getLock(name);
     await holder.lock({ leaseTime: 15_000 });
     const acquired = other.get(LockService).getLock(name).tryLock({ waitTime: 14_000 });
-    await waitUntil(async () => (await shardSubscribers(master, `${lockKey(name)}:channel`)) === 1);
+    await waitUntil(async () => (await shardSubscribers(master, waiterChannel(lockKey(name)))) === 1);
     const admin = master.client();
     expect(Number(await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub'))).toBeGreaterThanOrEqual(1);
     admin.disconnect();
-    await waitUntil(async () => (await shardSubscribers(master, `${lockKey(name)}:channel`)) === 1, 10_000);
+    await waitUntil(async () => (await shardSubscribers(master, waiterChannel(lockKey(name)))) === 1, 10_000);
     const releasedAt = Date.now();
     await holder.unlock();
     expect(await acquired).toBe(true);
@@ -212,7 +215,7 @@ describeOnCluster('Redis Cluster (3 masters)', () => {
     const kept = `{${tag}}:kept`;
     const leased = `{${tag}}:leased`;
     const keys = app.get(LockEngine).keys;
-    const channel = `${keys.lock(leased)}:channel`;
+    const channel = waiterChannel(keys.lock(leased));
     const source = await cluster.masterOf(keys.lock(kept));
     const target = cluster.masters.find((m) => m !== source)!;
     const keptLock = app.get(LockService).getLock(kept);

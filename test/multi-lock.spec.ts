@@ -79,7 +79,7 @@ describe('MultiLock', () => {
     // Given in the order {b, a}: it must wait for a first, holding nothing.
     const waiting = locks(app).getMultiLock(locks(app).getLock(b), locks(app).getLock(a)).tryLock({ waitTime: 5_000 });
     // Once it waits on a's channel, it is past its attempts on a: b must still be untouched.
-    await waitUntil(async () => ((await raw.call('PUBSUB', 'NUMSUB', `${key(a)}:channel`)) as [string, number])[1] === 1);
+    await waitUntil(async () => ((await raw.pubsub('CHANNELS', `${key(a)}:channel:*`)) as string[]).length === 1);
     await releasesSettled(app);
     expect(await exists(b)).toEqual([false]);
     expect(await locks(other).getLock(b).tryLock()).toBe(true); // b stays free for others meanwhile

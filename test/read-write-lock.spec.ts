@@ -21,8 +21,8 @@ describe('read-write lock', () => {
   const key = (name: string) => `lock:rw:{${name}}`;
   const rw = (module: TestingModule, name: string) => module.get(ReadWriteLockService).getReadWriteLock(name);
   /** Subscriber connections waiting on the lock's channel (one per module instance with waiters). */
-  const waitingModules = async (name: string) =>
-    Number(((await raw.pubsub('NUMSUB', `${key(name)}:channel`)) as [string, number])[1]);
+  // Each waiting module listens on the lock's channel plus its client id.
+  const waitingModules = async (name: string) => ((await raw.pubsub('CHANNELS', `${key(name)}:channel:*`)) as string[]).length;
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -334,8 +334,11 @@ describe('read-write lock', () => {
     const write = (owner: string, rq: string, entry: string) => writeAcquire.run(raw, keys, [10_000, owner, rq, 60_000, entry, 1_000, 'publish']);
     const grants: string[] = [];
     const listener = redis.client();
-    await listener.subscribe(`${k}:channel`);
-    listener.on('message', (_channel: string, message: string) => grants.push(message));
+    // Grants go to each waiter's process's channel (here the owner ids have no client part).
+    await listener.psubscribe(`${k}:channel*`);
+    listener.on('pmessage', (_pattern: string, _channel: string, message: string) => {
+      if (message.startsWith('granted:')) grants.push(message);
+    });
     try {
       expect(await read('r1', 'q1', 'r1 q1 10000 r')).toBeNull();
       // A writer waits; a new reader then queues behind it, and a dead one (never retries) too.

@@ -36,11 +36,13 @@ describeOnCluster('semaphores on Redis Cluster (3 masters)', () => {
       names.map(async (name, i) => {
         const semaphore = app.get(SemaphoreService).getSemaphore(name, { permits: 2 });
         const held = await Promise.all([semaphore.acquire(), semaphore.acquire()]);
+        // The waiters of one process listen on the semaphore's channel plus its client id.
+        const waiterChannel = (n: string) => `${semKey(n)}:channel:${other.get(LockEngine).ids.clientId}`;
         for (const suffix of ['', ':leases', ':line', ':deadlines', ':fence', ':channel']) {
           expect(calculateSlot(`${semKey(name)}${suffix}`)).toBe(calculateSlot(semKey(name)));
         }
         const waiting = other.get(SemaphoreService).getSemaphore(name, { permits: 2 }).acquire({ take: 2, waitTime: 60_000 });
-        await waitUntil(async () => (await shardSubscribers(owners[i], `${semKey(name)}:channel`)) === 1);
+        await waitUntil(async () => (await shardSubscribers(owners[i], waiterChannel(name))) === 1);
         // inspect asks the semaphore's own shard: both holders (from this instance) and the waiter.
         const info = await other.get(SemaphoreService).inspect(name);
         expect(info).toMatchObject({ name, kind: 'semaphore', permits: 2, available: 0 });
@@ -63,8 +65,8 @@ describeOnCluster('semaphores on Redis Cluster (3 masters)', () => {
         await next.release();
         expect(await app.get(SemaphoreService).inspect(name)).toMatchObject({ permits: undefined, holders: [], waiters: [] });
         // The subscription is dropped with the last waiter.
-        await waitUntil(async () => (await shardSubscribers(owners[i], `${semKey(name)}:channel`)) === 0);
-        expect(other.get(LockEngine).subscriber.hasWaiters(`${semKey(name)}:channel`)).toBe(false);
+        await waitUntil(async () => (await shardSubscribers(owners[i], waiterChannel(name))) === 0);
+        expect(other.get(LockEngine).subscriber.hasWaiters(waiterChannel(name))).toBe(false);
         expect(await raw.exists(semKey(name))).toBe(0);
       }),
     );

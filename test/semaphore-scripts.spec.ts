@@ -64,7 +64,13 @@ describe.each(ENGINES())('semaphore hand-off scripts ($name)', (engine: Contract
         const [token, , since, lease] = m.split(' ').slice(1);
         return [token, since, lease].map(Number);
       });
-  const subscribe = (name: string) => listener.subscribe(keysOf(name).channel);
+  // Grants go to each waiter's process's channel: the semaphore's channel plus the client part of
+  // its permit id (these ids have none: the id itself). `ids:` wakes stay on the semaphore's channel.
+  const WAITER_IDS = ['a', 'b', 'dead', 'h', 'new', 'next', 'old', 'w1', 'w2', 'w3'];
+  const subscribe = (name: string) => {
+    const { channel } = keysOf(name);
+    return listener.subscribe(channel, ...WAITER_IDS.map((id) => `${channel}:${id}`));
+  };
 
   it('a release grants the freed permits to the waiters at the head of the line, in order, on the short grant lease', async () => {
     const name = 'grant-order';

@@ -307,7 +307,7 @@ describe('SemaphoreService', () => {
     expect(drainMs).toBeLessThan(30_000);
     expect(engine.subscriber.channelCount).toBe(0);
     await waitUntil(async () => {
-      const [, count] = (await admin.call('PUBSUB', 'NUMSUB', `${semKey(name)}:channel`)) as [string, number];
+      const [, count] = (await admin.call('PUBSUB', 'NUMSUB', `${semKey(name)}:channel:${engine.ids.clientId}`)) as [string, number];
       return Number(count) === 0;
     });
     expect(await liveKeys(name)).toEqual([]);

@@ -290,7 +290,8 @@ class PermitRequest implements Contender<Permit | null> {
     private readonly take: number,
   ) {
     this.engine = semaphore.engine;
-    this.waitChannel = semaphore.keys.channel;
+    // This process's channel for the semaphore: grants to its waiters come here only.
+    this.waitChannel = `${semaphore.keys.channel}:${this.engine.ids.clientId}`;
     this.replicaKey = semaphore.keys.base;
     // A waiter's place in line lasts fairLockWaiterTimeout; its retries renew it three times per.
     this.maxSleepMs = Math.max(1, Math.floor(this.engine.options.fairLockWaiterTimeout / 3));

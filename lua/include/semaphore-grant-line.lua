@@ -41,7 +41,10 @@ do
         redis.call('hincrby', semKey, 'used', want)
         redis.call('zadd', leasesKey, now + grantMs, id)
         -- #include grant-timing
-        redis.call(publishCommand, channel, 'granted:' .. id .. ' ' .. tokenText .. ' ' .. grantTiming .. ' ' .. grantMs)
+        -- On the waiter's process's channel (its permit id is an owner id, '<client id>:<n>'): a
+        -- grant wakes only that process.
+        local waiterChannel = channel .. ':' .. (string.match(id, '^(.*):%d+$') or id)
+        redis.call(publishCommand, waiterChannel, 'granted:' .. id .. ' ' .. tokenText .. ' ' .. grantTiming .. ' ' .. grantMs)
       else
         woken[#woken + 1] = id
       end

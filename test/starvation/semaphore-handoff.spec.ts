@@ -24,7 +24,7 @@ describe('semaphore hand-off: a release grants the permits to the waiters in lin
     a = await createLockApp({ redis: redis.url, fairLockWaiterTimeout: WAITER_TIMEOUT_MS });
     b = await createLockApp({ redis: redis.url, fairLockWaiterTimeout: WAITER_TIMEOUT_MS });
     listener = redis.client();
-    await listener.psubscribe('lock:sem:*:channel');
+    await listener.psubscribe('lock:sem:*:channel*');
     listener.on('pmessage', (_pattern: string, _channel: string, message: string) => messages.push(message));
   });
   afterAll(async () => {
