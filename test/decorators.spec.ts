@@ -197,11 +197,9 @@ describe('@DistributedLock', () => {
   }
 
   /** Resolves once `count` module instances have a waiter subscribed to the lock's channel. */
+  // Each application's waiters of a lock listen on the lock's channel plus its client id.
   const waitersSubscribed = (lockKey: string, count: number) =>
-    waitUntil(async () => {
-      const [, subscribers] = (await raw.pubsub('NUMSUB', `${lockKey}:channel`)) as [string, number];
-      return Number(subscribers) === count;
-    });
+    waitUntil(async () => ((await raw.pubsub('CHANNELS', `${lockKey}:channel:*`)) as string[]).length === count);
 
   beforeAll(async () => {
     redis = await startRedis();
