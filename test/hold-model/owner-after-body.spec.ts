@@ -1,8 +1,18 @@
-import type { TestingModule } from '@nestjs/testing';
-import { FairLockService, LockService, ReadWriteLockService, SemaphoreService, type LockRunContext, type RunOptions, type WaitingRunOptions } from '../../lib';
+import { Injectable } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import {
+  DistributedLock,
+  FairLockService,   LockService,
+  ReadWriteLockService,
+  SemaphoreService,
+  type LockRunContext,
+  type RunOptions,
+  type WaitingRunOptions,
+} from '../../lib';
+import { LockTestingModule } from '../../lib/testing';
 import { fairKind, multiKind, reentrantKind, redLockKind, writeKind } from '../support/contract-kinds';
-import { ENGINES, type ContractEngine, type EngineHandle, type RunKind } from '../support/lock-contract';
-import { deferred, releasesSettled, waitUntil } from '../support/lock-app';
+import { ENGINES, redisEngine, type ContractEngine, type EngineHandle, type RunKind } from '../support/lock-contract';
+import { createLockApp, deferred, releasesSettled, waitUntil } from '../support/lock-app';
 import { OverlapProbe } from '../support/overlap-probe';
 
 /**
@@ -190,5 +200,73 @@ describe.each(ENGINES())('owner context after the body ended ($name)', (engine: 
     const doc = fresh('doc');
     const downgraded = await rw.runWrite(doc, () => rw.runRead(doc, async () => 'read inside write', { waitTime: 0 }));
     expect(downgraded).toBe('read inside write');
+  });
+});
+
+/** A decorated job that starts an interval of decorated `skipIfLocked` ticks on the same lock. */
+@Injectable()
+class Ticker {
+  readonly probe = new OverlapProbe();
+  readonly ticks: Array<Promise<unknown>> = [];
+  skipped = 0;
+  interval: NodeJS.Timeout | undefined;
+
+  @DistributedLock('ticker')
+  async start(): Promise<void> {
+    this.interval = setInterval(() => {
+      this.ticks.push(this.tick().then((outcome) => outcome === undefined && (this.skipped += 1)));
+    }, 5);
+  }
+
+  @DistributedLock('ticker', { skipIfLocked: true })
+  tick(): Promise<string | undefined> {
+    return this.probe.enter('ticker', 'ran');
+  }
+}
+
+const DECORATED_APPS: ReadonlyArray<{ name: string; start(): Promise<{ app: TestingModule; stop(): Promise<void> }> }> = [
+  {
+    name: 'redis',
+    async start() {
+      const handle = await redisEngine.start();
+      const app = await createLockApp({ redis: handle.url }, [Ticker]);
+      return { app, stop: () => handle.stop() };
+    },
+  },
+  {
+    name: 'testing kit',
+    async start() {
+      const app = await Test.createTestingModule({ imports: [LockTestingModule.forRoot()], providers: [Ticker] }).compile();
+      app.useLogger(false);
+      await app.init();
+      return { app, stop: async () => undefined };
+    },
+  },
+];
+
+describe.each(DECORATED_APPS)('decorated ticks started in a decorated body ($name)', (engine) => {
+  let started: { app: TestingModule; stop(): Promise<void> };
+  beforeAll(async () => {
+    started = await engine.start();
+  });
+  afterAll(async () => {
+    await started?.app.close();
+    await started?.stop();
+  });
+
+  it('@DistributedLock: overlapping skipIfLocked ticks skip once the body that started them ended', async () => {
+    const ticker = started.app.get(Ticker);
+    const { probe } = ticker;
+    try {
+      await ticker.start();
+      await waitUntil(() => probe.entered.length + ticker.skipped >= 4, 10_000);
+      expect(probe.entered.length).toBe(1);
+      expect(probe.maxInside('ticker')).toBe(1);
+    } finally {
+      clearInterval(ticker.interval);
+      probe.holding = false;
+      for (const { leave } of probe.entered) leave();
+      await Promise.all(ticker.ticks);
+    }
   });
 });
