@@ -182,6 +182,27 @@ describe.each(ENGINES())('owner context after the body ended ($name)', (engine: 
     expect(await afterPermits).toBeUndefined();
   });
 
+  it('a body whose hold was lost asks again as a new owner, even while Redis still keeps the lost hold', async () => {
+    const name = fresh('lost');
+    const raw = handle.client();
+    try {
+      const again = await locks.run(
+        name,
+        async ({ signal }) => {
+          // Redis keeps the lock past the lease behind the library's back: only this process counts it lost.
+          await raw.pexpire(reentrantKind.redisKey(name), 60_000);
+          await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+          return locks.run(name, async () => 'entered again', { skipIfLocked: true });
+        },
+        { leaseTime: 300 },
+      );
+      expect(again).toBeUndefined();
+    } finally {
+      await raw.del(reentrantKind.redisKey(name));
+      raw.disconnect();
+    }
+  });
+
   it('control: inside the body, nested runs, getLock, a read inside the write and a timer re-enter', async () => {
     const name = fresh('nested');
     const rw = app.get(ReadWriteLockService);
