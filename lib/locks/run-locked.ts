@@ -113,9 +113,8 @@ function runHeld<T>(
   try {
     // The same object is `fn`'s argument and the services' `current()` inside it.
     const context = lock.runContext();
-    const { ownerContext } = engine;
-    const bodyFrame = (frame = ownerContext.open(lock.heldLocks(), context));
-    outcome = Promise.resolve(ownerContext.runIn(bodyFrame, () => fn(context)));
+    frame = engine.ownerContext.open(lock.heldLocks(), context);
+    outcome = Promise.resolve(engine.ownerContext.runIn(frame, () => fn(context)));
   } catch (error) {
     outcome = Promise.reject(error);
   }
