@@ -11,7 +11,7 @@ import { LOCK_LOST, LOST_RELEASE_FOUND_GONE } from '../lock.messages';
 import { confirmHandOver } from '../runtime/hand-over';
 import { monotonicNow } from '../runtime/monotonic-clock';
 import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
-import { heldEntriesOf, runContextOf } from './owned-lock';
+import { heldLocksOf, runContextOf } from './owned-lock';
 import type { RunnableLock } from './runnable-lock';
 
 /** Outcome of one acquisition attempt's script: a grant, or how long the lock may stay busy (ms). */
@@ -226,8 +226,8 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     return this.name;
   }
 
-  heldEntries(): ReadonlyArray<readonly [string, string]> {
-    return heldEntriesOf(this);
+  heldLocks(): readonly HeldLock[] {
+    return heldLocksOf(this);
   }
 
   runContext(): LockRunContext {

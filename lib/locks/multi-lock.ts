@@ -1,6 +1,7 @@
 import { MULTI_LOCK_EMPTY } from '../lock.messages';
 import { MEMBER_ACQUISITION, observeAcquire, type AcquisitionOptions, type LockTelemetry } from '../metrics/lock-telemetry';
 import { cancellable } from '../runtime/cancellation';
+import type { HeldLock } from '../runtime/held-locks';
 import { monotonicNow } from '../runtime/monotonic-clock';
 import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
@@ -40,9 +41,14 @@ export class MultiLock implements Lock, RunnableLock {
     return this.names;
   }
 
-  /** Every member's entry: inside the run, each member re-enters on its own. */
-  heldEntries(): ReadonlyArray<readonly [string, string]> {
-    return this.locks.map((member) => [member.lockKey, member.ownerId] as const);
+  /** Every member's hold: inside the run, each member re-enters on its own. */
+  heldLocks(): readonly HeldLock[] {
+    const holds: HeldLock[] = [];
+    for (const member of this.locks) {
+      const hold = member.hold;
+      if (hold) holds.push(hold);
+    }
+    return holds;
   }
 
   runContext(): LockRunContext {

@@ -30,9 +30,10 @@ export function isOwnedLock(value: unknown): value is OwnedLock {
   );
 }
 
-/** A single lock's `[lockKey, ownerId]`: the one entry its run records in the owner context. */
-export function heldEntriesOf(lock: OwnedLock): ReadonlyArray<readonly [string, string]> {
-  return [[lock.lockKey, lock.ownerId]];
+/** A single lock's hold: the one its run records in the owner context (none when it already ended). */
+export function heldLocksOf(lock: OwnedLock): readonly HeldLock[] {
+  const hold = lock.hold;
+  return hold ? [hold] : [];
 }
 
 /**

@@ -13,7 +13,7 @@ import { observeAcquire } from '../metrics/lock-telemetry';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
-import { heldEntriesOf, runContextOf } from './owned-lock';
+import { heldLocksOf, runContextOf } from './owned-lock';
 import { leaseDriftMs } from '../runtime/held-locks';
 import { monotonicNow } from '../runtime/monotonic-clock';
 
@@ -79,8 +79,8 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     return this.name;
   }
 
-  heldEntries(): ReadonlyArray<readonly [string, string]> {
-    return heldEntriesOf(this);
+  heldLocks(): readonly HeldLock[] {
+    return heldLocksOf(this);
   }
 
   runContext(): LockRunContext {

@@ -12,6 +12,7 @@ import {
 import { SKIPS_IF_LOCKED, type AcquisitionOptions } from '../metrics/lock-telemetry';
 import type { LockEngine } from '../runtime/lock-engine';
 import { monotonicNow } from '../runtime/monotonic-clock';
+import type { OwnerFrame } from '../runtime/owner-context';
 import type { LockRunContext, RunOptions, TryLockOptions } from './lock';
 import { MultiLock } from './multi-lock';
 import type { OwnedLock } from './owned-lock';
@@ -106,22 +107,28 @@ function runHeld<T>(
   keepUntil: number,
 ): Promise<T> {
   let outcome: Promise<T>;
+  let frame: OwnerFrame | undefined;
   // Counted while it runs: shutdown aborts its signal and gives it `shutdownTimeout` to end.
   engine.runningBodies.enter();
   try {
     // The same object is `fn`'s argument and the services' `current()` inside it.
     const context = lock.runContext();
-    outcome = Promise.resolve(engine.ownerContext.runWith(lock.heldEntries(), () => fn(context), context));
+    frame = engine.ownerContext.open(lock.heldLocks(), context);
+    outcome = Promise.resolve(engine.ownerContext.runIn(frame, () => fn(context)));
   } catch (error) {
     outcome = Promise.reject(error);
   }
+  // The frame ends with the body, before the release: what the body started and left running
+  // (timers, handlers, promises nobody awaited) asks for the lock as a new owner from then on.
   return outcome.then(
     (value) => {
+      frame?.end();
       engine.releasesInFlight.track(release(engine, lock, keepUntil));
       engine.runningBodies.leave();
       return value;
     },
     (error: unknown) => {
+      frame?.end();
       engine.releasesInFlight.track(release(engine, lock, keepUntil));
       engine.runningBodies.leave();
       throw error;

@@ -1,3 +1,4 @@
+import type { HeldLock } from '../runtime/held-locks';
 import type { LockRunContext, TryLockOptions } from './lock';
 
 /**
@@ -11,8 +12,11 @@ export interface RunnableLock {
   tryLock(options?: TryLockOptions): Promise<boolean>;
   /** Releases the hold the run took. */
   unlock(): Promise<void>;
-  /** Every `[lockKey, ownerId]` the run records as held by its call chain (re-entry finds them). */
-  heldEntries(): ReadonlyArray<readonly [string, string]>;
+  /**
+   * The holds the run records for its body's call chain once acquired (re-entry finds them there,
+   * while each is still current: docs/architecture.md#owner-model).
+   */
+  heldLocks(): readonly HeldLock[];
   /** The context `fn` gets, which is also the services' `current()` inside it. */
   runContext(): LockRunContext;
   /**

@@ -83,8 +83,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly subscriber: UnlockSubscriber;
   readonly keys: LockKeys;
   readonly ids = new OwnerIds();
-  readonly ownerContext = new OwnerContext();
   readonly holds = new HeldLocks();
+  readonly ownerContext = new OwnerContext(this.holds);
   /** Releases that `run` sent without waiting for their answer; shutdown waits for them. */
   readonly releasesInFlight = new InFlight();
   /** Bodies running under a lock (`run`, the decorators); shutdown gives them `shutdownTimeout` to end. */

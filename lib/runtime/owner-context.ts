@@ -1,39 +1,75 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { HeldLock, HeldLocks } from './held-locks';
 import type { LockRunContext } from './run-context';
 
-/** What the call chain holds: lock key -> owner id, and the innermost lock's run context. */
-interface ChainLocks {
-  readonly owners: ReadonlyMap<string, string>;
-  readonly current: LockRunContext | undefined;
+/**
+ * One locked body in its call chain: the holds its run recorded, its run context, and the frame of
+ * the body it was started in. Everything the body starts (awaited or not: timers, intervals, event
+ * handlers, promises nobody awaited) keeps this frame, so it stops counting once the body ended
+ * (`end`), not when the last continuation is gone.
+ */
+export class OwnerFrame {
+  /** Set when the body settled: the frame then records nothing (docs/architecture.md#owner-model). */
+  ended = false;
+
+  constructor(
+    /** The innermost enclosing frame not ended when this one began (ended ones are dropped as found). */
+    public parent: OwnerFrame | undefined,
+    readonly holds: readonly HeldLock[],
+    readonly current: LockRunContext,
+  ) {}
+
+  end(): void {
+    this.ended = true;
+  }
 }
 
 /**
- * The locks held by the current call chain (lock key -> owner id). Asking again for a lock an
- * enclosing call holds reuses its owner (re-entry); any other lock gets a new owner, so concurrent
- * branches of one chain still exclude each other. Contexts are entered with `run`, never
- * `enterWith`, so nothing leaks into the caller. It also knows the innermost lock (`current()`).
+ * The locks held by the current call chain. Asking again for a lock an enclosing body holds reuses
+ * its owner (re-entry); any other lock gets a new owner, so concurrent branches of one chain still
+ * exclude each other. An entry counts only while its body runs and the hold it recorded is the
+ * registry's current one (not released, lost or given back): a continuation that outlives the body
+ * is a new owner, excluded like anyone else. Contexts are entered with `run`, never `enterWith`, so
+ * nothing leaks into the caller. It also knows the innermost running body's lock (`current()`).
  */
 export class OwnerContext {
-  private readonly storage = new AsyncLocalStorage<ChainLocks>();
+  private readonly storage = new AsyncLocalStorage<OwnerFrame>();
+
+  constructor(private readonly registry: HeldLocks) {}
 
   ownerOf(lockKey: string): string | undefined {
-    return this.storage.getStore()?.owners.get(lockKey);
-  }
-
-  /** The innermost lock the call chain holds: `{ name, signal, fencingToken }`, or undefined. */
-  current(): LockRunContext | undefined {
-    return this.storage.getStore()?.current;
-  }
-
-  /** Runs `fn` with each `[lockKey, ownerId]` recorded as held and `current` as the innermost lock. */
-  runWith<T>(held: ReadonlyArray<readonly [string, string]>, fn: () => T, current?: LockRunContext): T {
-    const parent = this.storage.getStore();
-    if (parent && held.every(([key, owner]) => parent.owners.get(key) === owner)) {
-      if (current === undefined || parent.current === current) return fn();
-      return this.storage.run({ owners: parent.owners, current }, fn);
+    for (let frame = this.storage.getStore(); frame; frame = frame.parent) {
+      if (frame.ended) continue;
+      for (const hold of frame.holds) {
+        // The nearest record of the key decides: a hold that ended there makes a new owner.
+        if (hold.lockKey === lockKey) return this.registry.isCurrent(hold) ? hold.ownerId : undefined;
+      }
     }
-    const next = new Map(parent?.owners);
-    for (const [key, owner] of held) next.set(key, owner);
-    return this.storage.run({ owners: next, current: current ?? parent?.current }, fn);
+    return undefined;
+  }
+
+  /** The innermost running body's lock: `{ name, signal, fencingToken }`, or undefined. */
+  current(): LockRunContext | undefined {
+    for (let frame = this.storage.getStore(); frame; frame = frame.parent) if (!frame.ended) return frame.current;
+    return undefined;
+  }
+
+  /**
+   * A frame for a body about to run under `holds` with `current` as its context, inside the call
+   * chain's innermost running body. Ended frames are cut out of the chain on the way, so a chain of
+   * continuations (a timer that runs a lock that sets the next timer...) does not grow without end.
+   */
+  open(holds: readonly HeldLock[], current: LockRunContext): OwnerFrame {
+    let parent = this.storage.getStore();
+    while (parent?.ended) parent = parent.parent;
+    for (let frame = parent; frame; frame = frame.parent) {
+      while (frame.parent?.ended) frame.parent = frame.parent.parent;
+    }
+    return new OwnerFrame(parent, holds, current);
+  }
+
+  /** Runs `fn` inside `frame` (from `open`); the caller ends the frame when the body settles. */
+  runIn<T>(frame: OwnerFrame, fn: () => T): T {
+    return this.storage.run(frame, fn);
   }
 }

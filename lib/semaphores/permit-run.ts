@@ -3,9 +3,12 @@ import type { LockRunContext, TryLockOptions } from '../locks/lock';
 import { HeldLockRunContext } from '../locks/owned-lock';
 import type { RunnableLock } from '../locks/runnable-lock';
 import { LuaScript } from '../redis/lua-script';
+import type { HeldLock } from '../runtime/held-locks';
 import type { Permit, Semaphore } from './semaphore';
 
 const renewScript = LuaScript.named('semaphore-renew');
+/** What a permit run records for re-entry: nothing (permits are not re-entered). */
+const NO_HOLDS: readonly HeldLock[] = [];
 
 /**
  * A semaphore's permits as `run` takes them: `take` permits acquired by `tryLock`, given back by
@@ -51,8 +54,8 @@ export class PermitRun implements RunnableLock {
     });
   }
 
-  heldEntries(): ReadonlyArray<readonly [string, string]> {
-    return [];
+  heldLocks(): readonly HeldLock[] {
+    return NO_HOLDS;
   }
 
   runContext(): LockRunContext {
