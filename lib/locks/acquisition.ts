@@ -48,7 +48,7 @@ const backOffMs = (failures: number): number => Math.min(1_000, 50 * 2 ** Math.m
  * or a room without messages (a RedLock, whose waiters retry after a pause).
  */
 export interface WaitRoom {
-  seat(channel: string, id?: string): Waiter;
+  seat(channel: string, id?: string, shared?: string): Waiter;
   /** Gives up the seat; `acquired` false passes the head's turn on (see `UnlockSubscriber.leave`). */
   leave(waiter: Waiter, acquired: boolean): void;
   /** Whether wake messages for `waiter` can be counted on, waiting at most `ms` for a subscription. */
@@ -67,6 +67,11 @@ export interface Contender<R> {
   readonly room: WaitRoom;
   /** The channel whose messages wake this contender, and its id there (for messages naming waiters). */
   readonly waitChannel: string;
+  /**
+   * The lock's own channel, when `waitChannel` is this process's channel for the lock: its messages
+   * (releases nobody in line waits for, an older version's releases and grants) wake the same seats.
+   */
+  readonly sharedChannel?: string;
   readonly waiterId?: string;
   /**
    * This acquisition's entry in the lock's line in Redis, for a kind whose releases hand the lock to
@@ -261,11 +266,11 @@ export class Acquisition<R> implements Sleeper {
 
   /** Takes a seat where releases wake this contender, then the first round. */
   private takeSeat(): void {
-    const { room, waitChannel, waiterId, wakesOnRelease } = this.contender;
+    const { room, waitChannel, sharedChannel, waiterId, wakesOnRelease } = this.contender;
     let waiter: Waiter;
     try {
       this.lineEntry = this.contender.lineEntry?.(this.requestId, this.leaseMs, this.join);
-      waiter = room.seat(waitChannel, this.lineEntry ?? waiterId);
+      waiter = room.seat(waitChannel, this.lineEntry ?? waiterId, sharedChannel);
     } catch (error) {
       return this.end(true, error);
     }

@@ -25,6 +25,11 @@ export class FairLock extends ReentrantLock {
     return LockKeys.waiterChannel(this.lockKey, this.ownerId);
   }
 
+  /** A fair waiter hears only its own channel. */
+  override get sharedChannel(): undefined {
+    return undefined;
+  }
+
   /** Retries double as heartbeats: at least three per waiter timeout, so only dead waiters are dropped. */
   override get maxSleepMs(): number {
     return Math.max(1, Math.floor(this.engine.options.fairLockWaiterTimeout / 3));

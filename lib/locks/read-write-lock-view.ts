@@ -71,6 +71,11 @@ export class ReadWriteLockView extends BaseLock {
     return LockKeys.clientChannel(this.lockKey, this.engine.ids.clientId);
   }
 
+  /** @internal The lock's own channel, heard on the same seats (see `Contender.sharedChannel`). */
+  get sharedChannel(): string {
+    return LockKeys.channel(this.lockKey);
+  }
+
   /** @internal This acquisition's entry in the lock's line: the grant message that admits it names it. */
   lineEntry(requestId: string, leaseMs: number, join = 0): string {
     return `${this.ownerId} ${lineRequest(requestId, join)} ${leaseMs} ${this.mode === 'read' ? 'r' : 'w'}`;

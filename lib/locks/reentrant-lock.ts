@@ -34,6 +34,11 @@ export class ReentrantLock extends BaseLock {
     return LockKeys.clientChannel(this.lockKey, this.engine.ids.clientId);
   }
 
+  /** @internal The lock's own channel, heard on the same seats (see `Contender.sharedChannel`). */
+  get sharedChannel(): string | undefined {
+    return LockKeys.channel(this.lockKey);
+  }
+
   /** @internal This acquisition's entry in the line: the release that hands the lock over names it. */
   lineEntry(requestId: string, leaseMs: number, join = 0): string {
     return `${this.ownerId} ${lineRequest(requestId, join)} ${leaseMs} ${this.waiterKind}`;

@@ -54,6 +54,11 @@ function legacyGrantee(message: string): string {
   return message.slice(LEGACY_GRANT.length).split(' ').slice(0, -3).join(' ');
 }
 
+/** What one seat list subscribes: its channel, and the lock's own channel when it shares it. */
+function subscribedChannels(channel: string, seats: ChannelSeats): string[] {
+  return seats.shared === undefined ? [channel] : [channel, seats.shared];
+}
+
 /** The seats of a channel, longest-waiting first (a snapshot: waking may make seats leave). */
 function seatsOf(seats: ChannelSeats): Waiter[] {
   const all: Waiter[] = [];
@@ -75,6 +80,11 @@ interface ChannelSeats {
    * retries, in case that waiter died before confirming it (the lock is then free with nobody told).
    */
   handOverCheck: NodeJS.Timeout | undefined;
+  /**
+   * The lock's own channel, subscribed with this one (in one command) and delivered to these seats:
+   * releases that nobody in line waits for, and releases and grants of older versions, come there.
+   */
+  readonly shared: string | undefined;
 }
 
 /**
@@ -84,6 +94,8 @@ interface ChannelSeats {
 export class UnlockSubscriber {
   private readonly logger = new Logger('LockModule');
   private readonly channels = new Map<string, ChannelSeats>();
+  /** A lock's own channel -> the channel whose seats it is delivered to (see `ChannelSeats.shared`). */
+  private readonly sharedChannels = new Map<string, string>();
   private ready: Promise<void> | undefined;
   private closedWith: Error | undefined;
   /**
@@ -156,16 +168,18 @@ export class UnlockSubscriber {
   }
 
   /**
-   * Takes a seat on `channel` and starts its subscription if this is the first seat. Does not wait
-   * for the subscription: ask `subscribed` for that, with a bound.
+   * Takes a seat on `channel` and starts its subscription if this is the first seat (with `shared`,
+   * the lock's own channel, whose messages come to the same seats). Does not wait for the
+   * subscription: ask `subscribed` for that, with a bound.
    */
-  seat(channel: string, id?: string): Waiter {
+  seat(channel: string, id?: string, shared?: string): Waiter {
     if (this.closedWith) throw this.closedWith;
     const waiter = new Waiter(channel, id);
     let seats = this.channels.get(channel);
     if (!seats) {
-      seats = { head: undefined, tail: undefined, count: 0, active: false, pending: undefined, handOverCheck: undefined };
+      seats = { head: undefined, tail: undefined, count: 0, active: false, pending: undefined, handOverCheck: undefined, shared };
       this.channels.set(channel, seats);
+      if (shared !== undefined) this.sharedChannels.set(shared, channel);
       this.startSubscription(channel, seats);
     }
     waiter.prev = seats.tail;
@@ -226,7 +240,8 @@ export class UnlockSubscriber {
     if (seats.count === 0) {
       clearTimeout(seats.handOverCheck);
       this.channels.delete(waiter.channel);
-      if (!this.closedWith) this.unsubscribe(waiter.channel);
+      if (seats.shared !== undefined) this.sharedChannels.delete(seats.shared);
+      if (!this.closedWith) this.unsubscribe(subscribedChannels(waiter.channel, seats));
     }
   }
 
@@ -238,6 +253,7 @@ export class UnlockSubscriber {
       for (const waiter of seatsOf(seats)) waiter.cancel(error);
     }
     this.channels.clear();
+    this.sharedChannels.clear();
   }
 
   /** Every waiter retries now (a connection came back: a release may have gone unheard). */
@@ -262,7 +278,7 @@ export class UnlockSubscriber {
   }
 
   private deliver(channel: string, message: string): void {
-    const seats = this.channels.get(channel);
+    const seats = this.channels.get(channel) ?? this.channels.get(this.sharedChannels.get(channel) as string);
     if (!seats) return;
     if (message === WAKE_ALL) for (const waiter of seatsOf(seats)) waiter.wake();
     else if (message.startsWith(GRANT)) this.handOver(seats, message);
@@ -347,8 +363,9 @@ export class UnlockSubscriber {
     // connection first, after a reconnect): its UNSUBSCRIBE went out at 'ready' just before this,
     // so subscribing now would leave a channel that nobody ever unsubscribes.
     if (this.channels.get(channel) !== seats) return;
-    const connection = this.connection as RedisClient & { ssubscribe(channel: string): Promise<unknown> };
-    await (this.sharded ? connection.ssubscribe(channel) : connection.subscribe(channel));
+    const connection = this.connection as RedisClient & { ssubscribe(...channels: string[]): Promise<unknown> };
+    const channels = subscribedChannels(channel, seats);
+    await (this.sharded ? connection.ssubscribe(...channels) : connection.subscribe(...channels));
   }
 
   /**
@@ -357,23 +374,23 @@ export class UnlockSubscriber {
    * handshake (the command may run while Redis loads). An UNSUBSCRIBE sent then would run first and
    * the channel stay subscribed with nobody waiting on it.
    */
-  private unsubscribe(channel: string): void {
+  private unsubscribe(channels: readonly string[]): void {
     if (this.connection.status !== 'ready') {
-      this.unsubscribeWhenReady.add(channel);
+      for (const channel of channels) this.unsubscribeWhenReady.add(channel);
       return;
     }
-    const connection = this.connection as RedisClient & { sunsubscribe(channel: string): Promise<unknown> };
-    (this.sharded ? connection.sunsubscribe(channel) : connection.unsubscribe(channel)).catch((error: Error) => {
-      this.logger.debug?.(CONNECTION_ERROR_DEBUG(CHANNEL_COMMAND('unsubscribe', channel), error.message));
-      if (!this.closedWith) this.unsubscribeWhenReady.add(channel);
+    const connection = this.connection as RedisClient & { sunsubscribe(...channels: string[]): Promise<unknown> };
+    (this.sharded ? connection.sunsubscribe(...channels) : connection.unsubscribe(...channels)).catch((error: Error) => {
+      this.logger.debug?.(CONNECTION_ERROR_DEBUG(CHANNEL_COMMAND('unsubscribe', channels.join(' ')), error.message));
+      if (!this.closedWith) for (const channel of channels) this.unsubscribeWhenReady.add(channel);
     });
   }
 
   /** Back from a reconnect: the channels ioredis subscribed again although nobody waits on them. */
   private unsubscribeLeftovers(): void {
-    const channels = [...this.unsubscribeWhenReady].filter((channel) => !this.channels.has(channel));
+    const channels = [...this.unsubscribeWhenReady].filter((channel) => !this.channels.has(channel) && !this.sharedChannels.has(channel));
     this.unsubscribeWhenReady.clear();
-    for (const channel of channels) this.unsubscribe(channel);
+    for (const channel of channels) this.unsubscribe([channel]);
   }
 
   /** ioredis rejects SUBSCRIBE during its connection handshake: wait for 'ready' first. */

@@ -279,6 +279,8 @@ const ignore = (): undefined => undefined;
 class PermitRequest implements Contender<Permit | null> {
   readonly engine: LockEngine;
   readonly waitChannel: string;
+  /** The semaphore's own channel: an older version's grants and `ids:` wakes come there. */
+  readonly sharedChannel: string;
   readonly wakesOnRelease = true;
   readonly maxSleepMs: number;
   readonly replicaKey: string;
@@ -292,6 +294,7 @@ class PermitRequest implements Contender<Permit | null> {
     this.engine = semaphore.engine;
     // This process's channel for the semaphore: grants to its waiters come here only.
     this.waitChannel = `${semaphore.keys.channel}:${this.engine.ids.clientId}`;
+    this.sharedChannel = semaphore.keys.channel;
     this.replicaKey = semaphore.keys.base;
     // A waiter's place in line lasts fairLockWaiterTimeout; its retries renew it three times per.
     this.maxSleepMs = Math.max(1, Math.floor(this.engine.options.fairLockWaiterTimeout / 3));
