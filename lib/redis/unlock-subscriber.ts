@@ -299,14 +299,21 @@ export class UnlockSubscriber {
         return waiter.handOver(handed.grant);
       }
     }
-    // Handed to a waiter elsewhere: the waiters here sleep until the lock's TTL, which a new holder
-    // that died before confirming never renews. One of them retries when the grant lease ends; a
-    // confirmed holder answers with its TTL, a dead one's lock goes to the next in line.
+    // Handed to a waiter not seated here (an earlier join's entry): the waiters here sleep until
+    // the lock's TTL, which a new holder that never confirms does not renew.
+    this.checkAfterGrantLease(seats, handed.grant.grantLeaseMs);
+  }
+
+  /**
+   * One seat here retries when a grant lease of `ms` ends: a confirmed holder answers with its TTL;
+   * a grantee that died leaves the lock free, and that attempt hands it on.
+   */
+  private checkAfterGrantLease(seats: ChannelSeats, ms: number): void {
     clearTimeout(seats.handOverCheck);
     seats.handOverCheck = setTimeout(() => {
       seats.handOverCheck = undefined;
       this.wakeOne(seats);
-    }, handed.grant.grantLeaseMs + 1);
+    }, ms + 1);
     seats.handOverCheck.unref?.();
   }
 
@@ -324,12 +331,17 @@ export class UnlockSubscriber {
     }
   }
 
-  /** The waiter a `NEXT` notice names, if it waits here, sleeps no longer than the grant lease ahead of it. */
+  /**
+   * The waiter a `NEXT` notice names, if it waits here, sleeps no longer than the grant lease ahead
+   * of it. `next:*` (on the lock's own channel: the line's head was all the grantee's process) arms
+   * one check here for the lease's end, as a grant to a waiter elsewhere does.
+   */
   private nextInLine(seats: ChannelSeats, message: string): void {
     const space = message.lastIndexOf(' ');
     const id = message.slice(NEXT.length, space);
     const ms = Number(message.slice(space + 1));
     if (!(ms >= 0)) return;
+    if (id === '*') return this.checkAfterGrantLease(seats, ms);
     for (let waiter = seats.head; waiter; waiter = waiter.next) {
       if (waiter.id === id) return waiter.wakeWithin(ms + 1);
     }

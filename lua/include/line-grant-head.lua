@@ -43,6 +43,7 @@ if entry then
       redis.call(publishCommand, waiterChannelOf(entryKind, entryOwner), 'granted:' .. entry .. ' ' .. tokenText .. ' ' .. grantTiming .. ' ' .. grantMs)
     end
     local noticeMs = grantMs
+    local grantedOwner = entryOwner
     -- #include line-next-notice
     grantedTo = entry
   else

@@ -23,6 +23,7 @@ local grantedAny = false
 local channel = rwKey .. ':channel'
 -- #include line-waiter-channel
 local noticeMs = 0
+local grantedOwner = ''
 local headBudget = 500
 while true do
   local rwMode = redis.call('hget', rwKey, 'mode')
@@ -65,6 +66,7 @@ while true do
       redis.call(publishCommand, waiterChannelOf(entryKind, entryOwner), 'granted:' .. entry .. ' ' .. grantToken .. ' ' .. grantTiming .. ' ' .. grantMs)
     end
     noticeMs = math.max(noticeMs, grantMs)
+    grantedOwner = entryOwner
   end
 end
 if grantedAny then
