@@ -75,24 +75,9 @@ end
 local ttl = redis.call('pttl', lockKey)
 if myEntry ~= '' then
   -- #include server-clock
-  -- #include line-drop-expired
-  -- A client that attempts is alive: a dead mark (line-failed-grantee) no longer skips its entries.
-  local myClient = string.match(ownerId, '^(%S+):%d+$')
-  if myClient then
-    redis.call('hdel', seenKey, '~dead:' .. myClient)
-  end
-  -- #include line-owner-entry
-  -- Once in line, a retry (or a resent attempt) only refreshes its deadline: never queued twice.
-  if ownEntry == myEntry then
-    if not redis.call('zscore', deadlinesKey, myEntry) then
-      redis.call('rpush', lineKey, myEntry)
-      redis.call('hset', seenKey, ownerField, myEntry)
-    end
-    local sleepsFor = string.sub(myEntry, -1) == 'p' and math.max(ttl, 0) or 0
-    redis.call('zadd', deadlinesKey, now + waiterTimeoutMs + sleepsFor, myEntry)
-    redis.call('hset', seenKey, myEntry, now .. ' ' .. attemptStamp)
-  end
-  -- #include line-rearm
+  -- A plain waiter sleeps until the lock's TTL; a fair one heartbeats.
+  local sleepsForMs = string.sub(myEntry, -1) == 'p' and math.max(ttl, 0) or 0
+  -- #include line-join
 end
 if ttl == -2 then
   -- Free, and left to a waiter of an older version that stands first: it tries by itself soon.

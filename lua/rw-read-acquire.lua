@@ -77,6 +77,7 @@ end
 
 local ttl = redis.call('pttl', rwKey)
 if myEntry ~= '' then
-  -- #include rw-line-join
+  local sleepsForMs = math.max(ttl, 0)
+  -- #include line-join
 end
 return ttl

@@ -74,6 +74,7 @@ if mode == 'read' and redis.call('hexists', rwKey, readField) == 1 then
 end
 local ttl = redis.call('pttl', rwKey)
 if myEntry ~= '' then
-  -- #include rw-line-join
+  local sleepsForMs = math.max(ttl, 0)
+  -- #include line-join
 end
 return ttl
