@@ -35,10 +35,16 @@ if redis.call('hget', seenKey, '~grant') == ownerId then
   redis.call('hdel', seenKey, '~grant')
 end
 
--- Handed the lock (the last request applied for this owner is this acquisition's): give it back.
-local granted = redis.call('hget', lockKey, requestField) == requestId
+-- Handed the lock (the last request applied for this owner is this acquisition's, or the one the
+-- line handed it to: a re-entry of the same owner overwrites the first, not the second): give back
+-- that one hold, never one another request of the owner made.
+local handedField = ownerId .. ':handed:rq'
+local applied = redis.call('hget', lockKey, requestField) == requestId
+local handed = redis.call('hget', lockKey, handedField) == requestId
+local granted = applied or handed
 if granted then
-  redis.call('hdel', lockKey, requestField)
+  if applied then redis.call('hdel', lockKey, requestField) end
+  if handed then redis.call('hdel', lockKey, handedField) end
   if redis.call('hincrby', lockKey, ownerId, -1) <= 0 then
     redis.call('del', lockKey)
   end

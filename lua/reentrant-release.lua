@@ -31,6 +31,8 @@ local grantCapMs = ARGV[6]
 local fenceMemoryMs = ARGV[7]
 local callerEntry = ''
 local requestField = ownerId .. ':rq'
+-- The request a line handed the lock to (see line-grant-head)
+local handedField = ownerId .. ':handed:rq'
 local holdKey = lockKey
 
 -- #include release-record-prologue

@@ -43,9 +43,13 @@ end
 -- #include server-clock
 -- #include rw-drop-expired-owners
 
--- Handed the lock (the last request applied for this owner is this acquisition's): give it back.
+-- Handed the lock (the last request applied for this owner is this acquisition's, or the one the
+-- line handed it to, which a re-entry of the same owner does not overwrite): give that hold back.
 local granted = false
-if redis.call('hget', rwKey, requestField) == requestId then
+local handedField = 'handed:rq:' .. ownerId
+local applied = redis.call('hget', rwKey, requestField) == requestId
+local handedHere = redis.call('hget', rwKey, handedField) == requestId
+if applied or handedHere then
   local isWriter = redis.call('hget', rwKey, 'writer') == ownerId
   local readsToo = redis.call('hexists', rwKey, readField) == 1
   if string.sub(myEntry, -1) == 'w' and isWriter then
@@ -68,7 +72,8 @@ if redis.call('hget', rwKey, requestField) == requestId then
     end
   end
   if granted then
-    redis.call('hdel', rwKey, requestField)
+    if applied then redis.call('hdel', rwKey, requestField) end
+    if handedHere then redis.call('hdel', rwKey, handedField) end
   end
 end
 

@@ -64,7 +64,8 @@ if mayRead or writer == ownerId or (mode == 'read' and redis.call('hexists', rwK
   if mode == false then
     redis.call('hset', rwKey, 'mode', 'read')
   end
-  if redis.call('hget', rwKey, requestField) ~= requestId then
+  -- Applied already: the last request, or the one the line handed the lock to (rw-grant-line).
+  if redis.call('hget', rwKey, requestField) ~= requestId and redis.call('hget', rwKey, 'handed:rq:' .. ownerId) ~= requestId then
     redis.call('hincrby', rwKey, readField, 1)
     redis.call('hset', rwKey, requestField, requestId)
   end

@@ -54,7 +54,8 @@ if mode == false then
   redis.call('hset', rwKey, 'mode', 'write', 'writer', ownerId, 'writes', 1, requestField, requestId, 'fence', tokenText)
   granted = true
 elseif mode == 'write' and redis.call('hget', rwKey, 'writer') == ownerId then
-  if redis.call('hget', rwKey, requestField) ~= requestId then
+  -- Applied already: the last request, or the one the line handed the lock to (rw-grant-line).
+  if redis.call('hget', rwKey, requestField) ~= requestId and redis.call('hget', rwKey, 'handed:rq:' .. ownerId) ~= requestId then
     redis.call('hincrby', rwKey, 'writes', 1)
     redis.call('hset', rwKey, requestField, requestId)
   end

@@ -112,8 +112,12 @@ export interface Contender<R> {
    * attempt was sent); what the acquisition resolves with.
    */
   held(grant: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): R;
-  /** Gives back a grant nobody will use (the caller cancelled, the replicas did not confirm it). */
-  undoGrant(): Promise<unknown>;
+  /**
+   * Gives back the grant made to `requestId` that nobody will use (the caller cancelled, the replicas
+   * did not confirm it, it was heard after its lease ended): only that request's hold, never one
+   * another acquisition of the same owner made meanwhile.
+   */
+  undoGrant(requestId: string): Promise<unknown>;
   /**
    * Clean-up of an acquisition that ends without the lock: leave a Redis line (`joinedLine`) and undo
    * what an attempt with an unknown outcome may have granted (`requestId`). Resolves when what must
@@ -474,12 +478,12 @@ export class Acquisition<R> implements Sleeper {
         if (this.waiter) this.round();
         else this.takeSeat();
       };
-      contender.undoGrant().then(retry, retry);
+      contender.undoGrant(this.requestId).then(retry, retry);
       return;
     }
     if (refusal !== undefined) {
       const settle = (): void => this.end(true, refusal);
-      contender.undoGrant().then(settle, settle);
+      contender.undoGrant(this.requestId).then(settle, settle);
       return;
     }
     this.end(false, contender.held(grant, this.leaseMs, this.options, sentAt));
@@ -500,11 +504,11 @@ export class Acquisition<R> implements Sleeper {
         waitForReplicas(engine.client, key, syncReplicas, syncReplicasTimeout),
       );
     } catch (error) {
-      void contender.undoGrant().catch(() => undefined);
+      void contender.undoGrant(this.requestId).catch(() => undefined);
       throw error;
     }
     if (confirmed >= syncReplicas) return;
-    await contender.undoGrant().catch(() => undefined);
+    await contender.undoGrant(this.requestId).catch(() => undefined);
     throw new LockError(REPLICAS_NOT_SYNCED(name, confirmed, syncReplicas, syncReplicasTimeout));
   }
 

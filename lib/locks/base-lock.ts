@@ -316,10 +316,14 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     return true;
   }
 
-  /** @internal A grant nobody will use: give this owner's new hold back at once. */
-  undoGrant(): Promise<unknown> {
+  /**
+   * @internal A grant nobody will use: give back at once the hold `requestId` was granted (an undo
+   * by request: if that grant already ended and another acquisition of this owner holds the lock
+   * now, that hold is not touched).
+   */
+  undoGrant(requestId: string): Promise<unknown> {
     const releaseId = this.engine.ids.nextRequest();
-    return this.engine.call(this.name, (ticket) => this.releaseOne(releaseId, '', ticket)).catch(ignore);
+    return this.engine.call(this.name, (ticket) => this.releaseOne(releaseId, requestId, ticket)).catch(ignore);
   }
 
   /**

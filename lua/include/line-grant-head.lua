@@ -35,7 +35,9 @@ if entry then
     redis.call('hdel', seenKey, entry)
     local grantMs = math.min(tonumber(entryLease), tonumber(grantCapMs))
     -- #include fence-token
-    redis.call('hset', lockKey, entryOwner, 1, entryOwner .. ':rq', entryRequest, 'fence', tokenText)
+    -- ':handed:rq' keeps the handed request apart: a re-entry of the same owner overwrites ':rq'.
+    redis.call('hset', lockKey, entryOwner, 1, entryOwner .. ':rq', entryRequest, entryOwner .. ':handed:rq', entryRequest,
+      'fence', tokenText)
     redis.call('pexpire', lockKey, grantMs)
     redis.call('hset', seenKey, '~grant', entryOwner)
     if entry ~= callerEntry then

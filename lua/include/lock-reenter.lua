@@ -5,7 +5,9 @@
 -- Expects  lockKey, ownerId, requestField (<owner id>:rq), requestId, leaseMs
 -- Defines  nothing
 
-if redis.call('hget', lockKey, requestField) ~= requestId then
+-- A grant the line handed to this request (its ':handed:rq', which a re-entry of another request
+-- does not overwrite) is applied already too.
+if redis.call('hget', lockKey, requestField) ~= requestId and redis.call('hget', lockKey, ownerId .. ':handed:rq') ~= requestId then
   redis.call('hincrby', lockKey, ownerId, 1)
   redis.call('hset', lockKey, requestField, requestId)
 end

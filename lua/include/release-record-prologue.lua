@@ -1,8 +1,10 @@
 -- The start of a release that may be a plain release or an undo. A plain release (grantedBy == '')
 -- replays its recorded outcome when it is a resend (release-record-replay.lua) and records its
 -- outcome at the end. An undo (grantedBy = an acquire request id) goes on only while that request's
--- grant is the last one applied, and clears the request id.
--- Expects  grantedBy, recordKey, holdKey (the hash holding requestField), requestField
+-- grant is the last one applied, or is the grant a line handed to it (handedField: a re-entry of
+-- the same owner since then overwrote requestField, not that), and clears the request id: it never
+-- takes away a hold another request of the same owner made.
+-- Expects  grantedBy, recordKey, holdKey (the hash holding requestField), requestField, handedField
 -- Defines  nothing
 
 if grantedBy == '' then
@@ -10,8 +12,11 @@ if grantedBy == '' then
 else
   -- Undo only what that acquire request granted. Idempotent by itself (the request id is cleared)
   -- and never recorded: if ioredis resends the acquire and then this undo, the undo applies again.
-  if redis.call('hget', holdKey, requestField) ~= grantedBy then
+  local applied = redis.call('hget', holdKey, requestField) == grantedBy
+  local handed = redis.call('hget', holdKey, handedField) == grantedBy
+  if not applied and not handed then
     return nil
   end
-  redis.call('hdel', holdKey, requestField)
+  if applied then redis.call('hdel', holdKey, requestField) end
+  if handed then redis.call('hdel', holdKey, handedField) end
 end

@@ -48,7 +48,7 @@ while true do
     if entryKind == 'w' then
       -- #include fence-token
       redis.call('hset', rwKey, 'mode', 'write', 'writer', entryOwner, 'writes', 1, 'rq:' .. entryOwner, entryRequest,
-        'fence', tokenText)
+        'handed:rq:' .. entryOwner, entryRequest, 'fence', tokenText)
       redis.call('hset', seenKey, '~grant', entryOwner)
       grantToken = tokenText
     else
@@ -56,7 +56,7 @@ while true do
         redis.call('hset', rwKey, 'mode', 'read')
       end
       redis.call('hincrby', rwKey, 'read:' .. entryOwner, 1)
-      redis.call('hset', rwKey, 'rq:' .. entryOwner, entryRequest)
+      redis.call('hset', rwKey, 'rq:' .. entryOwner, entryRequest, 'handed:rq:' .. entryOwner, entryRequest)
     end
     -- GT: never shortens a longer lease the owner may hold already.
     redis.call('zadd', leasesKey, 'gt', now + grantMs, entryOwner)

@@ -5,7 +5,7 @@
 -- Expects  nothing
 -- Defines  rwKey, leasesKey, channel, recordKey, lineKey, deadlinesKey, seenKey, fenceKey, ownerId,
 --          recordTtlMs, publishCommand, grantedBy, grantCapMs, fenceMemoryMs, readField, requestField,
---          holdKey, HOLDS_OTHER_MODE, time, now
+--          handedField, holdKey, HOLDS_OTHER_MODE, time, now
 
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
@@ -23,6 +23,8 @@ local grantCapMs = ARGV[6]
 local fenceMemoryMs = ARGV[7]
 local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
+-- The request a line handed the lock to (see rw-grant-line)
+local handedField = 'handed:rq:' .. ownerId
 local holdKey = rwKey
 local HOLDS_OTHER_MODE = -1
 
