@@ -401,14 +401,17 @@ describe('hold model: randomized schedules across two instances', () => {
   async function runSchedule(schedule: Schedule): Promise<void> {
     const { ops } = schedule;
     const prefix = `r${++runSeq}-`;
+    const t0 = performance.now();
+    const trace = (what: string) => process.env.FC_TRACE && process.stderr.write(`${prefix} ${what} +${Math.round(performance.now() - t0)}ms\n`);
     const witness = new HoldWitness();
-    const relay = schedule.relay && (await DelayRelay.start(redis.port, schedule.relay.oneWayMs));
+    // No delay while the instances bootstrap (a dozen round trips), the schedule's once they run.
+    const relay = schedule.relay && (await DelayRelay.start(redis.port, 0));
     const optionsOf = (slot: number): LockModuleOptions => {
       const relayed = relay && schedule.relay?.instance === slot;
       return {
         redis: relayed ? relay.url : redis.url,
         watchdogTimeout: WATCHDOG,
-        commandTimeout: COMMAND_TIMEOUT + (relayed ? 2 * relay.oneWayMs : 0),
+        commandTimeout: COMMAND_TIMEOUT + (relayed ? 2 * schedule.relay!.oneWayMs : 0),
         ...(schedule.waiterTimeout === undefined ? {} : { fairLockWaiterTimeout: schedule.waiterTimeout }),
       };
     };
@@ -422,9 +425,10 @@ describe('hold model: randomized schedules across two instances', () => {
     if (schedule.child) {
       child = warmChild ?? LineWaitersChild.spawn();
       warmChild = LineWaitersChild.spawn();
-      await child.ready;
     }
-    const instances = await Promise.all(Array.from({ length: INSTANCES }, (_, slot) => startTracked(slot)));
+    const [instances] = await Promise.all([Promise.all(Array.from({ length: INSTANCES }, (_, slot) => startTracked(slot))), child?.ready]);
+    if (relay) await relay.setDelay(schedule.relay!.oneWayMs);
+    trace('instances started');
     const unexpected: string[] = [];
     const timers: NodeJS.Timeout[] = [];
     const stalls: Array<{ disarm(): void }> = [];
@@ -667,6 +671,7 @@ describe('hold model: randomized schedules across two instances', () => {
       let bound: NodeJS.Timeout | undefined;
       await Promise.race([all, new Promise((resolve) => (bound = setTimeout(resolve, SETTLE_BOUND_MS)))]);
       clearTimeout(bound);
+      trace('settled');
       redis.resume();
       const broken: string[] = [...pending].map((index) => `did not settle within ${SETTLE_BOUND_MS} ms: ${typeof index === 'number' ? `#${index}` : index}`);
       if (child && schedule.child) {
@@ -682,6 +687,9 @@ describe('hold model: randomized schedules across two instances', () => {
       await waitFor(async () => (await held()).length === 0, { what: 'every hold to end', timeoutMs: WATCHDOG * 2 + 1_000 }).catch(async () =>
         broken.push(...(await held()).map(({ key, pttl }) => `still held once everything settled: ${key} (pttl ${pttl})`)),
       );
+      trace('checked');
+      // Closing goes faster without the delay (every body has ended).
+      await relay?.setDelay(0);
       if (broken.length > 0) throw new Error(`${broken.join('\n')}\nschedule:\n${describeSchedule(schedule)}`);
     } finally {
       for (const timer of timers) clearTimeout(timer);
@@ -690,9 +698,11 @@ describe('hold model: randomized schedules across two instances', () => {
       child?.kill();
       // Every instance ever started, also one a restart replaced while another restart of its slot ran.
       await Promise.all(started.map((app) => app.close().catch(() => undefined)));
+      trace('closed');
       await relay?.stop();
       await child?.exited;
       await raw.flushall();
+      trace('done');
     }
   }
 
