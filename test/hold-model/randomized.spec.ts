@@ -435,6 +435,13 @@ describe('hold model: randomized schedules across two instances', () => {
     const unexpected: string[] = [];
     const timers: NodeJS.Timeout[] = [];
     const stalls: Array<{ disarm(): void }> = [];
+    /** When this process's event loop stood still (a body running then could not be told anything). */
+    const stalled: Array<{ from: number; to: number }> = [];
+    const stall = (ms: number): void => {
+      const from = performance.now();
+      stallEventLoop(ms);
+      stalled.push({ from, to: performance.now() });
+    };
     /** Calls that bodies left behind: awaited with the ops. */
     const lingering: Array<Promise<void>> = [];
     /** Calls that bodies left behind and that have not started yet. */
@@ -570,7 +577,7 @@ describe('hold model: randomized schedules across two instances', () => {
     };
 
     const fault = async (op: FaultOp): Promise<void> => {
-      if (op.fault === 'stall') return stallEventLoop(op.ms);
+      if (op.fault === 'stall') return stall(op.ms);
       if (op.fault === 'sigstop') {
         redis.pause();
         await sleep(op.ms);
@@ -588,7 +595,7 @@ describe('hold model: randomized schedules across two instances', () => {
     };
 
     const attemptStall = (op: AttemptStallOp): void => {
-      stalls.push(stallAfterAttempt(instances[op.instance].get(LockEngine).client as unknown as Redis, { nth: op.nth, ms: op.ms, keyPart: prefix }));
+      stalls.push(stallAfterAttempt(instances[op.instance].get(LockEngine).client as unknown as Redis, { nth: op.nth, ms: op.ms, keyPart: prefix, onStall: (from, to) => stalled.push({ from, to }) }));
     };
 
     /** The child's waiters: started at `at`, killed or stopped mid-line, then waited for (bounded by the settle bound). */
@@ -677,12 +684,20 @@ describe('hold model: randomized schedules across two instances', () => {
       trace('settled');
       redis.resume();
       const broken: string[] = [...pending].map((index) => `did not settle within ${SETTLE_BOUND_MS} ms: ${typeof index === 'number' ? `#${index}` : index}`);
+      broken.push(...witness.violations().map((v) => `overlap: ${v}`));
       if (child && schedule.child) {
         child.kill();
-        witness.visits.push(...childVisits(child, schedule.child, witness.now()));
+        // Across processes: a body of this process that was running when its event loop stalled
+        // could not be told anything meanwhile (as a frozen child's): it counts as aborted then.
+        const across = new HoldWitness();
+        for (const visit of witness.visits) {
+          const frozen = stalled.filter(({ from, to }) => from < (visit.exitedAt ?? Infinity) && to > visit.enteredAt).map(({ from }) => Math.max(from, visit.enteredAt));
+          across.visits.push({ ...visit, abortedAt: Math.min(visit.abortedAt ?? Infinity, ...frozen) === Infinity ? undefined : Math.min(visit.abortedAt ?? Infinity, ...frozen) });
+        }
+        across.visits.push(...childVisits(child, schedule.child, witness.now()));
+        broken.push(...across.violations().filter((v) => v.includes('child/')).map((v) => `overlap (across processes): ${v.replace(/\+(-?\d+)ms/g, (_, t: string) => witness.at(Number(t) + across.origin))}`));
         broken.push(...child.errors.map((e) => `child: ${e}`));
       }
-      broken.push(...witness.violations().map((v) => `overlap: ${v}`));
       broken.push(...unexpected.map((u) => `unexpected error: ${u}`));
       broken.push(...(await keysWithoutTtl(raw)).map((key) => `key without TTL once everything settled: ${key}`));
       // Every body has ended: what is still held must go within one lease (a failed release's key expires).

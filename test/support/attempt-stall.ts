@@ -10,9 +10,9 @@ export const ACQUIRE_SCRIPTS = ['reentrant-acquire', 'rw-read-acquire', 'rw-writ
  * writes from now on (counting EVALSHAs of `ACQUIRE_SCRIPTS`, on keys containing `keyPart` when
  * given): the command is on the wire, Redis answers it, and its reply waits in the socket while
  * nothing of this process runs (a GC pause or CPU-bound work between the write and the reply).
- * Fires once; `disarm()` undoes the hook. `fired` says whether it stalled.
+ * Fires once (`onStall` is told when it stalled, on `performance.now()`); `disarm()` undoes the hook. `fired` says whether it stalled.
  */
-export function stallAfterAttempt(client: Redis, options: { nth: number; ms: number; keyPart?: string }): { disarm(): void; readonly fired: boolean } {
+export function stallAfterAttempt(client: Redis, options: { nth: number; ms: number; keyPart?: string; onStall?: (from: number, to: number) => void }): { disarm(): void; readonly fired: boolean } {
   const shas = new Set(ACQUIRE_SCRIPTS.map((name) => LuaScript.named(name).sha));
   const original = client.evalsha;
   let seen = 0;
@@ -28,7 +28,11 @@ export function stallAfterAttempt(client: Redis, options: { nth: number; ms: num
       disarm();
       fired = true;
       // After the batched write went out (flushed on nextTick), before any reply is handled.
-      setImmediate(() => stallEventLoop(options.ms));
+      setImmediate(() => {
+        const from = performance.now();
+        stallEventLoop(options.ms);
+        options.onStall?.(from, performance.now());
+      });
     }
     return result;
   } as typeof client.evalsha;
