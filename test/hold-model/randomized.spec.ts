@@ -624,8 +624,9 @@ describe('hold model: randomized schedules across two instances', () => {
     const childVisits = (waiters: LineWaitersChild, plan: ChildPlan, endedAt: number): Visit[] => {
       const { resources, mode } = resourcesOf(plan.kind, plan.name, prefix);
       return [...waiters.visits.values()].map((v, i) => {
-        const exitedAt = v.exitedAt ?? endedAt;
-        let abortedAt = v.abortedAt ?? (v.exitedAt === undefined ? endedAt : undefined);
+        // A body the child never reported leaving ended when the child was killed.
+        const exitedAt = v.exitedAt ?? waiters.killedAt ?? endedAt;
+        let abortedAt = v.abortedAt ?? (v.exitedAt === undefined ? exitedAt : undefined);
         for (const stop of waiters.stopped) {
           if (stop.from < exitedAt && (stop.to ?? Infinity) > v.enteredAt) abortedAt = Math.min(abortedAt ?? Infinity, Math.max(stop.from, v.enteredAt));
         }

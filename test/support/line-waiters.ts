@@ -22,6 +22,8 @@ export class LineWaitersChild {
   readonly errors: string[] = [];
   /** Intervals (this process's clock) during which the child was stopped (SIGSTOP .. SIGCONT). */
   readonly stopped: Array<{ from: number; to?: number }> = [];
+  /** When the child was killed (this process's clock): its bodies ended then. */
+  killedAt: number | undefined;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
   private doneSeen = false;
@@ -70,7 +72,10 @@ export class LineWaitersChild {
   }
 
   kill(): void {
-    if (this.alive) this.child.kill('SIGKILL');
+    if (this.alive) {
+      this.child.kill('SIGKILL');
+      this.killedAt ??= performance.now();
+    }
     this.cont();
   }
 
