@@ -11,8 +11,8 @@
  * - a slow network: one instance may talk to Redis through a delay relay (bench/relay/delay-proxy.c,
  *   test/support/delay-relay.ts) of up to ~280 ms per way, so a reply can arrive after the short
  *   lease it granted has ended (its commandTimeout grows by the round trip);
- * - a stall right after an attempt is written ("stall after attempt"): the n-th acquiring EVALSHA an
- *   instance writes from then on is followed by a synchronous event-loop stall of 100-900 ms
+ * - a stall right after an attempt is written ("stall after attempt"): every n-th acquiring EVALSHA an
+ *   instance writes from then on (1-4 times) is followed by a synchronous event-loop stall of 100-900 ms
  *   (test/support/attempt-stall.ts), its reply waiting in the socket meanwhile;
  * - short grant leases: `fairLockWaiterTimeout` of 250-700 ms for some schedules (a hand-off's grant
  *   lease is min(lease, fairLockWaiterTimeout));
@@ -130,6 +130,8 @@ interface AttemptStallOp {
   instance: number;
   nth: number;
   ms: number;
+  /** Stalls after every `nth` attempt, this many times. */
+  times: number;
 }
 /** One lock object, two acquisitions at once, then as many unlocks as were granted. */
 interface TwiceOp {
@@ -238,6 +240,7 @@ const attemptStallArb: fc.Arbitrary<Op> = fc.record({
   instance: fc.integer({ min: 0, max: INSTANCES - 1 }),
   nth: fc.integer({ min: 1, max: 3 }),
   ms: fc.integer({ min: 100, max: 900 }),
+  times: fc.integer({ min: 1, max: 4 }),
 });
 const twiceArb: fc.Arbitrary<Op> = fc
   .record({
@@ -286,7 +289,7 @@ function describeOp(op: Op, index: number): string {
   const lease = (leaseTime?: number) => (leaseTime === undefined ? 'watchdog' : `lease ${leaseTime}`);
   if (op.type === 'fault') return `#${index} +${op.at}ms fault ${op.fault}${op.ms ? ` ${op.ms}ms` : ''}`;
   if (op.type === 'restart') return `#${index} +${op.at}ms shut down instance ${op.instance} and start a new one`;
-  if (op.type === 'stall-after-attempt') return `#${index} +${op.at}ms instance ${op.instance}: stall ${op.ms}ms right after its acquiring attempt #${op.nth} from now`;
+  if (op.type === 'stall-after-attempt') return `#${index} +${op.at}ms instance ${op.instance}: stall ${op.ms}ms right after every ${op.nth}${op.nth === 1 ? 'st' : op.nth === 2 ? 'nd' : 'rd'} acquiring attempt from now, ${op.times}x`;
   if (op.type === 'twice') return `#${index} +${op.at}ms instance ${op.instance} ${op.kind} ${op.name} twice on one lock object ${lease(op.leaseTime)} body ${op.bodyMs}ms wait ${op.waitTime}ms`;
   const linger = op.linger;
   const extras = [
@@ -595,7 +598,7 @@ describe('hold model: randomized schedules across two instances', () => {
     };
 
     const attemptStall = (op: AttemptStallOp): void => {
-      stalls.push(stallAfterAttempt(instances[op.instance].get(LockEngine).client as unknown as Redis, { nth: op.nth, ms: op.ms, keyPart: prefix, onStall: (from, to) => stalled.push({ from, to }) }));
+      stalls.push(stallAfterAttempt(instances[op.instance].get(LockEngine).client as unknown as Redis, { nth: op.nth, ms: op.ms, times: op.times, keyPart: prefix, onStall: (from, to) => stalled.push({ from, to }) }));
     };
 
     /** The child's waiters: started at `at`, killed or stopped mid-line, then waited for (bounded by the settle bound). */

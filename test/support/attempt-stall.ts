@@ -10,13 +10,13 @@ export const ACQUIRE_SCRIPTS = ['reentrant-acquire', 'rw-read-acquire', 'rw-writ
  * writes from now on (counting EVALSHAs of `ACQUIRE_SCRIPTS`, on keys containing `keyPart` when
  * given): the command is on the wire, Redis answers it, and its reply waits in the socket while
  * nothing of this process runs (a GC pause or CPU-bound work between the write and the reply).
- * Fires once (`onStall` is told when it stalled, on `performance.now()`); `disarm()` undoes the hook. `fired` says whether it stalled.
+ * Fires on every `nth` such attempt, `times` times (default once) (`onStall` is told when it stalled, on `performance.now()`); `disarm()` undoes the hook. `fired` says whether it stalled.
  */
-export function stallAfterAttempt(client: Redis, options: { nth: number; ms: number; keyPart?: string; onStall?: (from: number, to: number) => void }): { disarm(): void; readonly fired: boolean } {
+export function stallAfterAttempt(client: Redis, options: { nth: number; ms: number; times?: number; keyPart?: string; onStall?: (from: number, to: number) => void }): { disarm(): void; readonly fired: boolean } {
   const shas = new Set(ACQUIRE_SCRIPTS.map((name) => LuaScript.named(name).sha));
   const original = client.evalsha;
   let seen = 0;
-  let fired = false;
+  let fired = 0;
   const disarm = (): void => {
     if (client.evalsha !== original) client.evalsha = original;
   };
@@ -25,8 +25,8 @@ export function stallAfterAttempt(client: Redis, options: { nth: number; ms: num
     const [sha, numKeys] = args;
     const keys = args.slice(2, 2 + Number(numKeys)).map(String);
     if (shas.has(String(sha)) && (options.keyPart === undefined || keys.some((k) => k.includes(options.keyPart!))) && ++seen >= options.nth) {
-      disarm();
-      fired = true;
+      seen = 0;
+      if (++fired >= (options.times ?? 1)) disarm();
       // After the batched write went out (flushed on nextTick), before any reply is handled.
       setImmediate(() => {
         const from = performance.now();
@@ -39,7 +39,7 @@ export function stallAfterAttempt(client: Redis, options: { nth: number; ms: num
   return {
     disarm,
     get fired() {
-      return fired;
+      return fired > 0;
     },
   };
 }
