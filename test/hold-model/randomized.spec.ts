@@ -598,7 +598,7 @@ describe('hold model: randomized schedules across two instances', () => {
     };
 
     const attemptStall = (op: AttemptStallOp): void => {
-      stalls.push(stallAfterAttempt(instances[op.instance].get(LockEngine).client as unknown as Redis, { nth: op.nth, ms: op.ms, times: op.times, keyPart: prefix, onStall: (from, to) => stalled.push({ from, to }) }));
+      stalls.push(stallAfterAttempt(instances[op.instance].get(LockEngine).client as unknown as Redis, { nth: op.nth, ms: op.ms, times: op.times, keyPart: prefix, onStall: (from, to) => (stalled.push({ from, to }), trace(`stalled ${Math.round(to - from)}ms after an attempt`)) }));
     };
 
     /** The child's waiters: started at `at`, killed or stopped mid-line, then waited for (bounded by the settle bound). */
