@@ -8,9 +8,9 @@
  * Once everything settled, nothing is held and no key is left without a TTL.
  *
  * The ingredients of the hand-off's races (DESIGN §18, §19), each drawn per schedule:
- * - a slow network: one instance may talk to Redis through a delay relay (bench/relay/delay-proxy.c,
- *   test/support/delay-relay.ts) of up to ~280 ms per way, so a reply can arrive after the short
- *   lease it granted has ended (its commandTimeout grows by the round trip);
+ * - a slow network: one instance may talk to Redis through a delay relay (test/support/delay-relay.ts,
+ *   a Node process of its own) of 20-280 ms per way, so a reply can arrive after the short lease it
+ *   granted has ended (its commandTimeout grows by the round trip; no delay while instances start);
  * - a stall right after an attempt is written ("stall after attempt"): every n-th acquiring EVALSHA an
  *   instance writes from then on (1-4 times) is followed by a synchronous event-loop stall of 100-900 ms
  *   (test/support/attempt-stall.ts), its reply waiting in the socket meanwhile;
@@ -36,6 +36,7 @@
  * Shrink a failure to a smaller schedule (slow: every step replays real timing): add FC_SHRINK=1.
  * Look past the commonest finding (a body outliving its fixed lease): add FC_BODIES=within-lease.
  * Leave an ingredient out (to tell findings apart): FC_WITHOUT=relay,stall-after-attempt,short-grants,linger,child,twice
+ * See how a schedule spends its time (and each stall after an attempt): FC_TRACE=1.
  */
 import fc from 'fast-check';
 import type { TestingModule } from '@nestjs/testing';
