@@ -27,7 +27,7 @@ export async function keysWithoutTtl(raw: Redis, ignore: (key: string) => boolea
  */
 export function isHoldKey(key: string): boolean {
   if (!key.startsWith('lock:')) return false;
-  return !/:rq:|:fence$|:line$|:deadlines$/.test(key);
+  return !/:rq:|:fence$|:line$|:deadlines$|:seen$/.test(key);
 }
 
 /** How many scripts (EVAL, EVALSHA and their read-only forms, FCALL) the server has run so far. */
