@@ -5,6 +5,9 @@
  * `skipIfLocked`, an instance shut down and replaced, and injected faults (Redis frozen with
  * SIGSTOP, CLIENT KILL, this process's event loop stalled). The model is the witness: two holders
  * may be inside one lock at once only if the earlier one's signal aborted before the later entered.
+ * A second witness asks Redis, from each plain, fair and write body as it starts, whether it holds
+ * that lock: "no" while the body runs with a live signal is a body on a grant Redis does not hold
+ * (what a stale grant message did, even when nobody else happened to enter meanwhile).
  * Once everything settled, nothing is held and no key is left without a TTL.
  *
  * The ingredients of the hand-off's races (DESIGN §18, §19), each drawn per schedule:
@@ -360,6 +363,16 @@ function lockOf(app: TestingModule, kind: 'plain' | 'fair', name: string): Lock 
   return kind === 'fair' ? app.get(FairLockService).getLock(name) : app.get(LockService).getLock(name);
 }
 
+/**
+ * The lock object of a plain, fair or write body's own lock, asked from inside the body (so it binds
+ * to the body's owner); undefined for the kinds this check leaves out.
+ */
+function exclusiveLockOf(app: TestingModule, kind: Kind, name: string): Lock | undefined {
+  if (kind === 'plain' || kind === 'fair') return lockOf(app, kind, name);
+  if (kind === 'write') return app.get(ReadWriteLockService).getReadWriteLock(name).writeLock();
+  return undefined;
+}
+
 /** What aborts when a held lock object's hold is lost (internal: `lock()` has no signal of its own). */
 function holdSignal(lock: Lock): AbortSignal {
   return (lock as unknown as { hold?: { signal: AbortSignal } }).hold?.signal ?? new AbortController().signal;
@@ -437,6 +450,12 @@ describe('hold model: randomized schedules across two instances', () => {
     if (relay) await relay.setDelay(schedule.relay!.oneWayMs);
     trace('instances started');
     const unexpected: string[] = [];
+    /**
+     * The second witness (docs/hand-off-protocol.md): a plain, fair or write body that starts with a
+     * live signal asks Redis whether it holds the lock; "no" while its signal is still live (after
+     * the timers due have run) and its body still runs is a body on a grant Redis does not hold.
+     */
+    const notGranted: string[] = [];
     const timers: NodeJS.Timeout[] = [];
     const stalls: Array<{ disarm(): void }> = [];
     /** When this process's event loop stood still (a body running then could not be told anything). */
@@ -523,6 +542,15 @@ describe('hold model: randomized schedules across two instances', () => {
       const innerKind = op.reenter && reentryKind(op.kind, op.reenter);
       // Once set, a continuation the body left behind is a new owner.
       let bodyOver = false;
+      const askRedis = async (signal: AbortSignal): Promise<void> => {
+        const lock = exclusiveLockOf(app, op.kind, prefix + op.name);
+        if (!lock || signal.aborted) return;
+        const askedAt = witness.now();
+        const held = await lock.isHeldByCurrentOwner().catch(() => true);
+        if (held) return;
+        await sleep(0); // a lease that ended meanwhile aborts the signal from its timer
+        if (!signal.aborted && !bodyOver) notGranted.push(`${who} (${op.kind} ${op.name}) ran with a live signal while Redis did not hold its lock (asked at ${witness.at(askedAt)})`);
+      };
       const body: Body = ({ signal }) =>
         witness
           .inside(
@@ -530,6 +558,7 @@ describe('hold model: randomized schedules across two instances', () => {
             resources,
             signal,
             async () => {
+              void askRedis(signal);
               if (op.linger) leaveBehind(op, who, app, () => bodyOver);
               if (!op.reenter || !innerKind) return sleep(op.bodyMs);
               await sleep(op.bodyMs / 2);
@@ -690,6 +719,7 @@ describe('hold model: randomized schedules across two instances', () => {
       redis.resume();
       const broken: string[] = [...pending].map((index) => `did not settle within ${SETTLE_BOUND_MS} ms: ${typeof index === 'number' ? `#${index}` : index}`);
       broken.push(...witness.violations().map((v) => `overlap: ${v}`));
+      broken.push(...notGranted.map((v) => `not granted: ${v}`));
       if (child && schedule.child) {
         child.kill();
         // Across processes: a body of this process that was running when its event loop stalled
