@@ -39,7 +39,7 @@ const forceReleaseScript = LuaScript.named('rw-force-release');
  * While anyone waits, the lock has a line in Redis (as the reentrant lock does): a waiter joins it
  * with its first missed attempt, a new reader does not pass a writer waiting there, and whatever
  * frees the lock admits the head writer, or all the readers at the head, inside its script and
- * names them in `grant:` messages on the lock's channel (one trip; a writer is not starved by
+ * names them in `granted:` messages on their processes' channels (one trip; a writer is not starved by
  * overlapping readers). Without waiters nothing of the line exists and the scripts are today's.
  */
 export class ReadWriteLockView extends BaseLock {
