@@ -343,7 +343,7 @@ export class Acquisition<R> implements Sleeper {
     const stamp = Math.floor(sentAt * 1000);
     this.sentAt = sentAt;
     this.sentStamp = stamp;
-    const token = joinLine ? `${stamp}.${(this.joinProof ??= randomBytes(8).toString('hex'))}` : String(stamp);
+    const token = joinLine ? `${stamp}.${(this.joinProof ??= randomBytes(8).toString('hex'))}` : '';
     return this.contender.attempt(this.leaseMs, this.requestId, joinLine, token, this.join).then((outcome) => {
       if (!(outcome instanceof LockUnavailableError) && stamp > this.answeredStamp) this.answeredStamp = stamp;
       return outcome;

@@ -292,16 +292,24 @@ export class UnlockSubscriber {
   private handOver(seats: ChannelSeats, message: string): void {
     const handed = parseGrant(message);
     if (!handed) return;
+    // One pass: the seat the grant names, and the same owner's other seats (its other acquisitions
+    // wait behind its one entry in line, lua/include/line-owner-entry.lua, and re-enter now).
+    const space = handed.waiterId.indexOf(' ');
+    const owner = space === -1 ? undefined : handed.waiterId.slice(0, space + 1);
+    let granted: Waiter | undefined;
+    let sameOwner: Waiter[] | undefined;
     for (let waiter = seats.head; waiter; waiter = waiter.next) {
-      if (waiter.id === handed.waiterId) {
-        // The others first: taking the grant may end this waiter's seat at once.
-        this.wakeSameOwner(seats, waiter);
-        return waiter.handOver(handed.grant);
-      }
+      if (waiter.id === handed.waiterId) granted = waiter;
+      else if (owner !== undefined && waiter.id?.startsWith(owner)) (sameOwner ??= []).push(waiter);
     }
-    // Handed to a waiter not seated here (an earlier join's entry): the waiters here sleep until
-    // the lock's TTL, which a new holder that never confirms does not renew.
-    this.checkAfterGrantLease(seats, handed.grant.grantLeaseMs);
+    if (!granted) {
+      // Handed to a waiter not seated here (an earlier join's entry): the waiters here sleep until
+      // the lock's TTL, which a new holder that never confirms does not renew.
+      return this.checkAfterGrantLease(seats, handed.grant.grantLeaseMs);
+    }
+    // The others first: taking the grant may end the granted waiter's seat at once.
+    if (sameOwner) for (const waiter of sameOwner) waiter.wake();
+    granted.handOver(handed.grant);
   }
 
   /**
@@ -315,20 +323,6 @@ export class UnlockSubscriber {
       this.wakeOne(seats);
     }, ms + 1);
     seats.handOverCheck.unref?.();
-  }
-
-  /**
-   * The owner of `granted` holds the lock now: its other acquisitions of it (which wait behind its
-   * one entry in line, see lua/include/line-owner-entry.lua) re-enter with their next attempt.
-   */
-  private wakeSameOwner(seats: ChannelSeats, granted: Waiter): void {
-    const id = granted.id as string;
-    const space = id.indexOf(' ');
-    if (space === -1) return;
-    const owner = id.slice(0, space + 1);
-    for (let waiter = seats.head; waiter; waiter = waiter.next) {
-      if (waiter !== granted && waiter.id?.startsWith(owner)) waiter.wake();
-    }
   }
 
   /**

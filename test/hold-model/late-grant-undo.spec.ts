@@ -6,7 +6,7 @@ import { HoldWitness } from '../support/hold-witness';
 import { createLockApp, sleep, waitersQueued } from '../support/lock-app';
 import { startRedis, type TestRedis } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
-import { SlowPubSubProxy } from '../support/slow-pubsub-proxy';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 
 /**
  * A late grant is given back by request (the hold that request was granted), never by owner
@@ -39,12 +39,12 @@ function lockOf(kind: Kind, app: TestingModule, name: string): Lock {
 
 describe.each<Kind>(['reentrant', 'write'])('REVIEW (%s): a late grant given back by a plain release frees another acquisition of the same owner', (kind) => {
   let redis: TestRedis;
-  let proxy: SlowPubSubProxy;
+  let proxy: ReplyDroppingProxy;
   let clientA: Redis;
   let apps: TestingModule[] = [];
   beforeAll(async () => {
     redis = await startRedis();
-    proxy = await SlowPubSubProxy.start(redis.port);
+    proxy = await ReplyDroppingProxy.start(redis.port);
   });
   afterEach(async () => {
     for (const app of apps) await app.close().catch(() => undefined);

@@ -4,7 +4,7 @@ import { LockService } from '../../lib';
 import type { BaseLock } from '../../lib/locks/base-lock';
 import { createLockApp, waitersQueued } from '../support/lock-app';
 import { startRedis, type TestRedis } from '../support/redis-server';
-import { SlowPubSubProxy } from '../support/slow-pubsub-proxy';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 
 /**
  * A grant handed to an acquisition that gives up is given back, even after a re-entry of the same
@@ -23,12 +23,12 @@ import { SlowPubSubProxy } from '../support/slow-pubsub-proxy';
  */
 describe('A grant handed to an acquisition that then gives up leaves no ghost hold after a re-entry', () => {
   let redis: TestRedis;
-  let proxy: SlowPubSubProxy;
+  let proxy: ReplyDroppingProxy;
   let clientA: Redis;
   let apps: TestingModule[] = [];
   beforeAll(async () => {
     redis = await startRedis();
-    proxy = await SlowPubSubProxy.start(redis.port);
+    proxy = await ReplyDroppingProxy.start(redis.port);
   });
   afterAll(async () => {
     for (const app of apps) await app.close().catch(() => undefined);
