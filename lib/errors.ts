@@ -1,5 +1,6 @@
 import {
   INVALID_LOCK_NAME,
+  LOCK_DEADLOCK,
   LOCK_NAME_TOO_LONG,
   LOCK_NOT_ACQUIRED,
   LOCK_NOT_HELD,
@@ -26,8 +27,8 @@ export class LockError extends Error {
  * of INTERNAL_SERVER_ERROR.
  */
 export interface LockErrorExtensions {
-  readonly code: 'LOCKED' | 'SERVICE_UNAVAILABLE';
-  readonly statusCode: 423 | 503;
+  readonly code: 'LOCKED' | 'SERVICE_UNAVAILABLE' | 'CONFLICT';
+  readonly statusCode: 409 | 423 | 503;
   /** The name(s), each cut to its first 200 characters (a name may be a request value). */
   readonly lockName: string | readonly string[];
 }
@@ -146,6 +147,47 @@ export class LockNamePatternError extends TypeError {
 export class LockUpgradeError extends LockError {
   constructor(readonly lockName: string) {
     super(LOCK_UPGRADE_DEADLOCK(lockName));
+  }
+}
+
+/** Where a deadlock's owner runs, when known: its module instance's host, pid and client name. */
+export interface DeadlockInstance {
+  readonly host: string;
+  readonly pid: number;
+  readonly clientName?: string;
+}
+
+/**
+ * One step of a deadlock's cycle: the call chain before it waits for `lock`, held by `owner` (or,
+ * with `inLine`, behind `owner`'s wait in the lock's line, which cannot be passed).
+ */
+export interface DeadlockStep {
+  /** The lock's name. */
+  readonly lock: string;
+  /** The owner id (`clientId:n`) waited for. */
+  readonly owner: string;
+  /** True when `owner` does not hold `lock` but waits ahead in its line. */
+  readonly inLine?: boolean;
+  /** Where `owner` runs, when known. */
+  readonly instance?: DeadlockInstance;
+}
+
+/**
+ * A wait that could never end: this call chain waits for a lock whose holder's call chain waits,
+ * step by step, for a lock this chain holds. One wait per cycle is refused (the youngest: the one
+ * that closed the cycle, see docs/deadlocks.md) and the others go on. `cycle` lists the steps in
+ * order, starting with the refused wait's; the last step's owner is in the refused call chain.
+ * `statusCode` 409 lets Nest's HTTP layer answer 409 Conflict; `extensions` carries `CONFLICT`.
+ */
+export class LockDeadlockError extends LockError {
+  readonly statusCode = 409;
+  readonly extensions: LockErrorExtensions;
+  /** The names of the locks of the cycle, in order (a name appears once). */
+  readonly lockName: readonly string[];
+  constructor(readonly cycle: readonly DeadlockStep[]) {
+    super(LOCK_DEADLOCK(cycle));
+    this.lockName = [...new Set(cycle.map((step) => step.lock))];
+    this.extensions = { code: 'CONFLICT', statusCode: 409, lockName: shortLockName(this.lockName) };
   }
 }
 

@@ -45,7 +45,8 @@ export {
   InvalidLockNameError,
   LockNamePatternError,
   LockUpgradeError,
+  LockDeadlockError,
   LockShutdownError,
   LockUnavailableError,
 } from './errors';
-export type { BadLockNameExtensions, LockErrorExtensions } from './errors';
+export type { BadLockNameExtensions, LockErrorExtensions, DeadlockStep, DeadlockInstance } from './errors';

@@ -51,6 +51,32 @@ export const LOCK_UPGRADE_DEADLOCK = (name: string): string =>
   `Write lock ${quoteName(name)} was requested while holding only its read lock; ` +
   'upgrading would deadlock: release the read lock first';
 
+/** One step of a deadlock's cycle as the error's message shows it. */
+interface DeadlockStepText {
+  readonly lock: string;
+  readonly owner: string;
+  readonly inLine?: boolean;
+  readonly instance?: { readonly host: string; readonly pid: number };
+}
+
+/**
+ * A wait refused as a deadlock: the locks of the cycle in order, each with whom it waits for
+ * (docs/deadlocks.md). The first step is the refused call chain's own wait.
+ */
+export const LOCK_DEADLOCK = (steps: readonly DeadlockStepText[]): string => {
+  const shown = steps.map((step, i) => {
+    const where = step.instance ? ` on ${step.instance.host}:${step.instance.pid}` : '';
+    const whose = i === steps.length - 1 ? 'this call chain' : `owner ${step.owner}${where}`;
+    return `${quoteName(step.lock)} (${step.inLine ? 'behind' : 'held by'} ${whose})`;
+  });
+  const names = [...new Set(steps.map((step) => quoteName(step.lock)))];
+  return (
+    `Deadlock: this call chain waits for ${shown.join(', which waits for ')}. ` +
+    `The wait for ${quoteName(steps[0]?.lock ?? '')} was refused so the others can go on; ` +
+    `take ${names.join(' and ')} in one order everywhere, or as one multi-lock`
+  );
+};
+
 /** `noAnswer`: Redis said nothing in time, so `cause` is a timeout, not an error Redis gave. */
 export const LOCK_UNAVAILABLE = (lockName: string | readonly string[], cause: string, noAnswer: boolean): string =>
   `Lock ${lockNames(lockName)} is unavailable: Redis ${noAnswer ? `gave ${cause}` : `failed: ${cause}`}`;

@@ -70,6 +70,13 @@ export interface LockModuleOptions {
    * memory for a while after its release (see the README's "Limits and refusals").
    */
   maxNameLength?: number;
+  /**
+   * How long a wait lasts before it is checked for a deadlock across processes, in ms. Default
+   * 1000; 0 turns the cross-process check off. Waits of a call chain that holds locks then keep a
+   * wait-for record in Redis, and a wait that closes a cycle is refused with `LockDeadlockError`.
+   * Cycles within one process are refused at once whatever this says (docs/deadlocks.md).
+   */
+  deadlockCheckAfter?: number;
   /** Register the module globally. */
   isGlobal?: boolean;
 }
@@ -88,6 +95,7 @@ export interface ResolvedLockOptions {
   readonly clientName: string;
   readonly telemetryLockNames: boolean;
   readonly maxNameLength: number;
+  readonly deadlockCheckAfter: number;
 }
 
 export const LOCK_OPTION_DEFAULTS = {
@@ -101,6 +109,7 @@ export const LOCK_OPTION_DEFAULTS = {
   commandTimeout: 3_000,
   shutdownTimeout: 10_000,
   maxNameLength: 1_024,
+  deadlockCheckAfter: 1_000,
 } as const;
 
 const KNOWN_OPTIONS = [
@@ -117,6 +126,7 @@ const KNOWN_OPTIONS = [
   'clientName',
   'telemetryLockNames',
   'maxNameLength',
+  'deadlockCheckAfter',
   'isGlobal',
 ] as const;
 
@@ -236,5 +246,6 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     clientName: (raw.clientName as string | undefined) ?? defaultClientName(),
     telemetryLockNames: (raw.telemetryLockNames as boolean | undefined) ?? false,
     maxNameLength: checkWholeNumber('maxNameLength', pick('maxNameLength'), 1),
+    deadlockCheckAfter: checkMs('deadlockCheckAfter', pick('deadlockCheckAfter'), 0),
   };
 }
