@@ -12,7 +12,7 @@ async function until(flag: () => boolean | Promise<boolean>, ms = 10_000): Promi
   }
 }
 
-describe('deadlock smoke', () => {
+describe('deadlocks: the basic cycles (docs/deadlocks.md)', () => {
   let redis: TestRedis;
   let app: TestingModule;
   let other: TestingModule;
