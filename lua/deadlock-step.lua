@@ -54,12 +54,12 @@ if kind == 'lock' then
   end
 elseif kind == 'readWrite' then
   local writer = redis.call('hget', mainKey, 'writer')
-  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. now, '+inf')) do
+  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. string.format('%.0f', now), '+inf')) do
     addHolder(owner, owner == writer, 1)
   end
 else
   total = tonumber(redis.call('hget', mainKey, 'permits')) or 0
-  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. now, '+inf')) do
+  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. string.format('%.0f', now), '+inf')) do
     addHolder(owner, true, tonumber(redis.call('hget', mainKey, 'o:' .. owner)) or 0)
   end
 end
