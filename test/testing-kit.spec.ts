@@ -4,6 +4,7 @@ import request from 'supertest';
 import {
   DistributedLock,
   FairLockService,
+  LockDeadlockError,
   LockLostError,
   LockModule,
   LockService,
@@ -219,6 +220,16 @@ describe('testing kit: controls', () => {
     expect(controls.acquisitions[2].fencingToken).toBeUndefined(); // read locks carry no token
     await controls.reset();
     expect(controls.acquisitions).toEqual([]);
+  });
+
+  it('acquisitions: a wait refused as a deadlock is recorded with outcome deadlock', async () => {
+    const lock = moduleRef.get(LockService).getLock('h');
+    // The refusal built by hand on the lock's own acquisition (the detection is tested elsewhere).
+    jest
+      .spyOn(lock as unknown as { acquire: () => Promise<boolean> }, 'acquire')
+      .mockRejectedValueOnce(new LockDeadlockError([{ lock: 'i', owner: 'c0ffee:1' }, { lock: 'h', owner: 'beef:1' }]));
+    await expect(lock.tryLock({ waitTime: 1_000 })).rejects.toBeInstanceOf(LockDeadlockError);
+    expect(controls.acquisitions.map(({ name, kind, outcome }) => `${name} ${kind} ${outcome}`)).toEqual(['h reentrant deadlock']);
   });
 
   it('inspect and current() work as with Redis', async () => {
