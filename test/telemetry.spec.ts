@@ -296,6 +296,31 @@ describe('OpenTelemetry metrics and spans', () => {
     expect(values.filter((v) => v.includes('ledger:1') || v.includes('ledger:2'))).toEqual([]);
   });
 
+  it('a real cycle in one process (A->B / B->A): the refused acquisition is counted deadlock, with its span event', async () => {
+    const locks = app.get(LockService);
+    let inA = false;
+    let inB = false;
+    const half = (first: string, second: string, mine: () => void, theirs: () => boolean) =>
+      locks.run(
+        first,
+        async () => {
+          mine();
+          await waitUntil(theirs);
+          await locks.run(second, () => undefined, { waitTime: 20_000, metricName: 'cycle:#id' });
+        },
+        { waitTime: 20_000, metricName: 'cycle:#id' },
+      );
+    const results = await Promise.allSettled([
+      half('cycle:a', 'cycle:b', () => (inA = true), () => inB),
+      half('cycle:b', 'cycle:a', () => (inB = true), () => inA),
+    ]);
+    expect(results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason)).toEqual([expect.any(LockDeadlockError)]);
+    const data = await collected();
+    expect(sumOf(data.get('lock.acquisitions'), { 'lock.key_template': 'cycle:#id', 'lock.outcome': 'deadlock' })).toBe(1);
+    const refused = spanExporter.getFinishedSpans().filter((s) => s.name === 'lock.acquire cycle:#id' && s.attributes['lock.outcome'] === 'deadlock');
+    expect(refused.map((s) => s.events.map((e) => [e.name, e.attributes]))).toEqual([[['lock.deadlock', { 'lock.deadlock.size': 2 }]]]);
+  });
+
   it('with telemetryLockNames on, the lock.deadlock event names the cycle\'s locks in order', async () => {
     const named = await createLockApp({ redis: redis.url, telemetryLockNames: true });
     try {
