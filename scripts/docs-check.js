@@ -1,0 +1,523 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm run docs:check` (with `npm run docs:api`, the TypeDoc build): the docs cannot rot.
+ *
+ * 1. Samples. Every ```ts / ```typescript block of README.md and docs/**\/*.md becomes a standalone
+ *    module and is compiled (`tsc --noEmit`, strict, decorators as in tsconfig.json) with
+ *    `nestjs-redis-locks`, `nestjs-redis-locks/testing` and `nestjs-redis-locks/terminus` mapped to
+ *    lib/. A block may use top-level `await`. Names a block uses without importing or declaring them
+ *    are imported for it when they are exports of the library (all three entry points) or one of the
+ *    NestJS names in AUTO_IMPORTS below; anything else (a variable, a DTO) must be declared, in the
+ *    block or in a hidden `<!-- ts-setup ... -->` comment right above the fence (not rendered).
+ * 2. Runnable samples. A block fenced ```ts run is also executed (ts-node, transpile-only) against
+ *    a throwaway redis-server whose URL is in REDIS_URL; it must exit 0 by itself within
+ *    DOCS_RUN_TIMEOUT_MS (30 s): close what it opens.
+ * 3. Links. Every relative link of README.md, CHANGELOG.md and docs/**\/*.md must name an existing
+ *    file, and its `#anchor` a heading of the target (GitHub's slugs) or an `<a id>` / `<a name>`.
+ *    http(s) and other absolute URLs are not fetched.
+ *
+ * ```ts no-check opts a block out of 1 and 2 (an illustration that is not TypeScript); see
+ * docs/README.md for when that is right. Every problem is printed as `<file>:<line>: ...` with the
+ * line of the fence (samples) or of the link, and the exit code is 1.
+ *
+ * Usage: node scripts/docs-check.js [--root <dir>] [--only samples|links] [--no-run]
+ *   --root: where the markdown is (default: the repository; test/docs-check.spec.ts uses a fixture).
+ *   KEEP_DOCS_TMP=1 keeps the extracted samples in .cache/docs-check/<pid>/.
+ */
+const { spawn, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const path = require('node:path');
+
+const REPO = path.resolve(__dirname, '..');
+const LIB_ENTRIES = {
+  'nestjs-redis-locks': 'lib/index.ts',
+  'nestjs-redis-locks/testing': 'lib/testing/index.ts',
+  'nestjs-redis-locks/terminus': 'lib/terminus/index.ts',
+};
+/** NestJS names a sample may use without importing them (as NestJS's own docs do). */
+const AUTO_IMPORTS = {
+  '@nestjs/common': [
+    'Module', 'Global', 'Injectable', 'Inject', 'Controller', 'Get', 'Post', 'Put', 'Patch', 'Delete',
+    'Param', 'Body', 'Query', 'Headers', 'Req', 'Res', 'HttpCode', 'UseFilters', 'UseInterceptors',
+    'Catch', 'ExceptionFilter', 'ArgumentsHost', 'HttpException', 'HttpStatus', 'BadRequestException',
+    'NotFoundException', 'ConflictException', 'Logger', 'DynamicModule', 'OnModuleInit',
+    'OnModuleDestroy', 'OnApplicationShutdown', 'INestApplication',
+  ],
+  '@nestjs/core': ['NestFactory', 'HttpAdapterHost'],
+  '@nestjs/testing': ['Test', 'TestingModule'],
+};
+const SAMPLE_LANGS = new Set(['ts', 'typescript']);
+const FLAGS = new Set(['no-check', 'run']);
+const RUN_TIMEOUT_MS = Number(process.env.DOCS_RUN_TIMEOUT_MS || 30_000);
+const TMP = path.join(REPO, '.cache', 'docs-check', String(process.pid)); // one per run: the spec may run beside npm run docs:check
+const MAX_ERRORS_PER_SAMPLE = 5;
+
+// ---------------------------------------------------------------------------------------------
+// Markdown files
+
+function markdownFiles(root, withChangelog) {
+  const files = ['README.md'];
+  if (withChangelog) files.push('CHANGELOG.md');
+  const walk = (dir) => {
+    if (!fs.existsSync(path.join(root, dir))) return;
+    for (const entry of fs.readdirSync(path.join(root, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const rel = path.posix.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (rel !== 'docs/api') walk(rel);
+      } else if (entry.name.endsWith('.md')) files.push(rel);
+    }
+  };
+  walk('docs');
+  return files.filter((file) => fs.existsSync(path.join(root, file)));
+}
+
+const FENCE = /^(\s*)(`{3,}|~{3,})\s*([^\s`]*)[ \t]*(.*)$/;
+
+/** Splits a markdown text into fenced blocks (with their 1-based fence line) and the lines outside them. */
+function parseMarkdown(text) {
+  const lines = text.split(/\r?\n/);
+  const blocks = [];
+  const outside = []; // [lineNo, text] of every line not inside a fenced block
+  let open = null;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (open) {
+      const close = /^(\s*)(`{3,}|~{3,})\s*$/.exec(line);
+      if (close && close[2][0] === open.marker[0] && close[2].length >= open.marker.length) {
+        blocks.push(open);
+        open = null;
+      } else {
+        open.lines.push(line.startsWith(open.indent) ? line.slice(open.indent.length) : line.trimStart());
+      }
+      continue;
+    }
+    const fence = FENCE.exec(line);
+    if (fence && fence[1].length <= 3 + 8 /* list items indent their fences */) {
+      open = { line: i + 1, indent: fence[1], marker: fence[2], lang: fence[3].toLowerCase(), info: fence[4].trim(), lines: [], setup: setupBefore(lines, i) };
+      continue;
+    }
+    outside.push([i + 1, line]);
+  }
+  if (open) blocks.push(open);
+  return { blocks, outside };
+}
+
+/** The body of a `<!-- ts-setup ... -->` comment that ends right above line index `i` (blank lines allowed). */
+function setupBefore(lines, i) {
+  let end = i - 1;
+  while (end >= 0 && lines[end].trim() === '') end--;
+  if (end < 0 || !lines[end].trim().endsWith('-->')) return null;
+  let start = end;
+  while (start >= 0 && !lines[start].includes('<!--')) start--;
+  if (start < 0) return null;
+  const comment = lines.slice(start, end + 1).join('\n');
+  const match = /<!--\s*ts-setup\b([\s\S]*?)-->\s*$/.exec(comment);
+  if (!match) return null;
+  return { line: start + 1, code: match[1].replace(/^[ \t]*\n/, '') };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Links
+
+/** GitHub's heading slug: the rendered text, lower-cased, punctuation dropped, spaces to hyphens. */
+function slug(heading) {
+  const text = heading
+    .replace(/<[^>]+>/g, '')
+    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/!?\[([^\]]*)\]\[[^\]]*\]/g, '$1')
+    .replace(/`/g, '')
+    .replace(/(\*\*|__)(.+?)\1/g, '$2')
+    .replace(/(^|\W)[*_](\S(?:.*?\S)?)[*_](?=\W|$)/g, '$1$2')
+    .replace(/~~(.+?)~~/g, '$1');
+  return text.trim().toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc}\- ]/gu, '').replace(/ /g, '-');
+}
+
+const anchorCache = new Map();
+function anchorsOf(file) {
+  if (anchorCache.has(file)) return anchorCache.get(file);
+  const { outside } = parseMarkdown(fs.readFileSync(file, 'utf8'));
+  const anchors = new Set();
+  const seen = new Map();
+  const add = (heading) => {
+    const base = slug(heading);
+    const count = seen.get(base) ?? 0;
+    seen.set(base, count + 1);
+    anchors.add(count === 0 ? base : `${base}-${count}`);
+  };
+  for (let k = 0; k < outside.length; k++) {
+    const [lineNo, line] = outside[k];
+    const atx = /^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/.exec(line);
+    if (atx) add(atx[1]);
+    else if (/^ {0,3}(=+|-+)[ \t]*$/.test(line) && k > 0) {
+      const [prevNo, prev] = outside[k - 1];
+      if (prevNo === lineNo - 1 && prev.trim() !== '' && !/^ {0,3}([#>|*+-]|\d+[.)])/.test(prev)) add(prev.trim());
+    }
+    for (const m of line.matchAll(/<a\s[^>]*?\b(?:id|name)\s*=\s*["']([^"']+)["']/gi)) anchors.add(m[1]);
+  }
+  anchorCache.set(file, anchors);
+  return anchors;
+}
+
+function linksOfLine(line) {
+  const code = line.replace(/(`+)[^`]*?\1/g, (span) => ' '.repeat(span.length)); // not in code spans
+  const targets = [];
+  for (const m of code.matchAll(/\]\(\s*(<[^>]*>|[^)\s]*)(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)/g)) targets.push(m[1].replace(/^<|>$/g, ''));
+  const ref = /^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)/.exec(code);
+  if (ref) targets.push(ref[1].replace(/^<|>$/g, ''));
+  for (const m of code.matchAll(/<(?:a|img|source)\s[^>]*?\b(?:href|src)\s*=\s*["']([^"']*)["']/gi)) targets.push(m[1]);
+  return targets;
+}
+
+function checkLinks(root) {
+  const problems = [];
+  for (const file of markdownFiles(root, true)) {
+    const { outside } = parseMarkdown(fs.readFileSync(path.join(root, file), 'utf8'));
+    for (const [lineNo, line] of outside) {
+      for (const target of linksOfLine(line)) {
+        if (target === '' || /^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('//')) continue; // http(s), mailto, ...
+        const hash = target.indexOf('#');
+        const pathPart = decodeURIComponent(hash < 0 ? target : target.slice(0, hash)).replace(/\?.*$/, '');
+        const anchor = hash < 0 ? null : decodeURIComponent(target.slice(hash + 1));
+        const resolved = pathPart === '' ? path.join(root, file) : pathPart.startsWith('/') ? path.join(root, pathPart) : path.join(root, path.dirname(file), pathPart);
+        const shown = path.relative(root, resolved) || '.';
+        if (!fs.existsSync(resolved)) {
+          problems.push(`${file}:${lineNo}: broken link (${target}): ${shown} does not exist`);
+          continue;
+        }
+        if (anchor && /\.md$/i.test(resolved) && fs.statSync(resolved).isFile() && !anchorsOf(resolved).has(anchor)) {
+          problems.push(`${file}:${lineNo}: broken link (${target}): no heading or <a id> "#${anchor}" in ${shown}`);
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Samples
+
+function extractSamples(root) {
+  const samples = [];
+  const problems = [];
+  for (const file of markdownFiles(root, false)) {
+    for (const block of parseMarkdown(fs.readFileSync(path.join(root, file), 'utf8')).blocks) {
+      if (!SAMPLE_LANGS.has(block.lang)) continue;
+      const flags = block.info.split(/[\s,]+/).filter(Boolean);
+      const unknown = flags.filter((flag) => !FLAGS.has(flag));
+      if (unknown.length) problems.push(`${file}:${block.line}: unknown sample flag ${unknown.join(' ')} (known: ${[...FLAGS].join(', ')})`);
+      if (flags.includes('no-check')) continue;
+      samples.push({ file, line: block.line, code: block.lines.join('\n'), setup: block.setup, run: flags.includes('run') });
+    }
+  }
+  return { samples, problems };
+}
+
+/** The names a module's top level binds (imports and declarations). */
+function topLevelNames(ts, source) {
+  const names = new Set();
+  const bind = (name) => {
+    if (!name) return;
+    if (ts.isIdentifier(name)) names.add(name.text);
+    else if (ts.isObjectBindingPattern(name) || ts.isArrayBindingPattern(name)) for (const el of name.elements) if (!ts.isOmittedExpression(el)) bind(el.name);
+  };
+  for (const statement of source.statements) {
+    if (ts.isImportDeclaration(statement) && statement.importClause) {
+      const clause = statement.importClause;
+      bind(clause.name);
+      if (clause.namedBindings && ts.isNamespaceImport(clause.namedBindings)) bind(clause.namedBindings.name);
+      if (clause.namedBindings && ts.isNamedImports(clause.namedBindings)) for (const el of clause.namedBindings.elements) bind(el.name);
+    } else if (ts.isImportEqualsDeclaration(statement)) bind(statement.name);
+    else if (ts.isVariableStatement(statement)) for (const decl of statement.declarationList.declarations) bind(decl.name);
+    else if (statement.name && ts.isIdentifier(statement.name)) bind(statement.name); // class, function, interface, type, enum, namespace
+  }
+  return names;
+}
+
+/** Every export name of the library's three entry points, by module specifier. */
+function libraryExports(ts) {
+  const program = ts.createProgram(Object.values(LIB_ENTRIES).map((f) => path.join(REPO, f)), { noEmit: true, skipLibCheck: true, types: [] });
+  const checker = program.getTypeChecker();
+  const out = {};
+  for (const [specifier, file] of Object.entries(LIB_ENTRIES)) {
+    const symbol = checker.getSymbolAtLocation(program.getSourceFile(path.join(REPO, file)));
+    out[specifier] = symbol ? checker.getExportsOfModule(symbol).map((s) => s.name) : [];
+  }
+  return out;
+}
+
+function compilerOptions(ts) {
+  return {
+    target: ts.ScriptTarget.ES2022,
+    lib: ['lib.es2022.d.ts'],
+    module: ts.ModuleKind.Preserve, // top-level await in a sample
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    strict: true,
+    noEmit: true,
+    experimentalDecorators: true,
+    emitDecoratorMetadata: true,
+    esModuleInterop: true,
+    skipLibCheck: true,
+    useUnknownInCatchVariables: true,
+    noImplicitOverride: true,
+    types: ['node', 'jest'],
+    typeRoots: [path.join(REPO, 'node_modules', '@types')],
+    paths: Object.fromEntries(Object.entries(LIB_ENTRIES).map(([k, v]) => [k, [path.join(REPO, v)]])),
+  };
+}
+
+/** Writes each sample as `.cache/docs-check/<n>.ts`: [setup] + sample + (one line) auto-imports and `export {}`. */
+function writeSamples(ts, samples) {
+  fs.rmSync(TMP, { recursive: true, force: true });
+  fs.mkdirSync(TMP, { recursive: true });
+  const exported = { ...libraryExports(ts), ...AUTO_IMPORTS };
+  samples.forEach((sample, n) => {
+    const setup = sample.setup ? `${sample.setup.code.replace(/\n?$/, '\n')}` : '';
+    const declared = topLevelNames(ts, ts.createSourceFile('x.ts', setup + sample.code, ts.ScriptTarget.ES2022, true));
+    const taken = new Set(declared);
+    const imports = [];
+    for (const [specifier, names] of Object.entries(exported)) {
+      const wanted = names.filter((name) => !taken.has(name) && new RegExp(`\\b${name}\\b`).test(setup + sample.code));
+      wanted.forEach((name) => taken.add(name));
+      if (wanted.length) imports.push(`import { ${wanted.join(', ')} } from '${specifier}';`);
+    }
+    sample.setupLines = setup ? setup.split('\n').length - 1 : 0;
+    sample.prelude = imports.join(' ');
+    sample.path = path.join(TMP, `sample-${String(n + 1).padStart(3, '0')}.ts`);
+    // Imports are hoisted: at the end they keep the sample's own line numbers.
+    fs.writeFileSync(sample.path, `${setup}${sample.code}\n${sample.prelude} export {};\n`);
+  });
+  const options = compilerOptions(ts);
+  fs.writeFileSync(
+    path.join(TMP, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { ...options, target: 'es2022', lib: ['es2022'], module: 'preserve', moduleResolution: 'bundler' }, files: samples.map((s) => path.basename(s.path)) }, null, 2),
+  );
+}
+
+/** Where a diagnostic of a sample file is in its markdown file. */
+function locate(sample, line0, col0) {
+  const blockLine = line0 - sample.setupLines; // 0-based within the block
+  const codeLines = sample.code.split('\n').length;
+  if (line0 < sample.setupLines) return `${sample.file}:${sample.setup.line + 1 + line0}:${col0 + 1} (ts-setup)`;
+  if (blockLine < codeLines) return `${sample.file}:${sample.line + 1 + blockLine}:${col0 + 1}`;
+  return `${sample.file}:${sample.line} (auto-imports: ${sample.prelude})`;
+}
+
+function compileSamples(ts, samples) {
+  const program = ts.createProgram(samples.map((s) => s.path), compilerOptions(ts));
+  const byPath = new Map(samples.map((s) => [path.resolve(s.path), s]));
+  const problems = [];
+  for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
+    const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n  ');
+    const sample = diagnostic.file && byPath.get(path.resolve(diagnostic.file.fileName));
+    if (!sample) {
+      const where = diagnostic.file ? `${path.relative(REPO, diagnostic.file.fileName)}:${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start).line + 1}` : 'tsc';
+      problems.push(`${where}: TS${diagnostic.code}: ${message}`);
+      continue;
+    }
+    sample.failed = (sample.failed ?? 0) + 1;
+    if (sample.failed > MAX_ERRORS_PER_SAMPLE) continue;
+    const { line, character } = diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start);
+    problems.push(`${sample.file}:${sample.line}: sample does not compile: TS${diagnostic.code} at ${locate(sample, line, character)}: ${message}`);
+  }
+  for (const sample of samples) {
+    if (sample.failed > MAX_ERRORS_PER_SAMPLE) problems.push(`${sample.file}:${sample.line}: ... and ${sample.failed - MAX_ERRORS_PER_SAMPLE} more error(s) in this sample`);
+  }
+  return problems;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runnable samples
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function startRedis() {
+  const bin = process.env.REDIS_SERVER_BIN || 'redis-server';
+  const port = await freePort();
+  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const failed = new Promise((_, reject) => child.once('error', (e) => reject(new Error(`cannot start ${bin} for the runnable samples: ${e.message}`))));
+  const Redis = require('ioredis');
+  const client = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  const ready = (async () => {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        await client.connect();
+        await client.ping();
+        return;
+      } catch (error) {
+        client.disconnect();
+        if (Date.now() > deadline) throw new Error(`${bin} on port ${port} did not answer: ${error}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  })();
+  await Promise.race([ready, failed]);
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    flush: () => client.flushall(),
+    stop: () => {
+      client.disconnect();
+      child.kill('SIGKILL');
+    },
+  };
+}
+
+/**
+ * The sample as a CommonJS program: its imports (and the auto-imports) stay at the top, the rest
+ * runs in an async function, so top-level `await` works and a rejection exits 1.
+ */
+function runnableSource(ts, sample) {
+  const source = ts.createSourceFile('sample.ts', sample.code, ts.ScriptTarget.ES2022, true);
+  const head = [];
+  let body = '';
+  let last = 0;
+  for (const statement of source.statements) {
+    const text = sample.code.slice(statement.getFullStart(), statement.getEnd());
+    if (ts.isImportDeclaration(statement) || ts.isImportEqualsDeclaration(statement)) {
+      head.push(text.trim());
+      body += sample.code.slice(last, statement.getFullStart()) + '\n'.repeat(text.split('\n').length - 1);
+    } else {
+      body += sample.code.slice(last, statement.getFullStart());
+      // `export` means nothing inside a function
+      body += text.replace(/^(\s*(?:@[\s\S]*?\)\s*)*)export\s+(?:default\s+)?/, '$1');
+    }
+    last = statement.getEnd();
+  }
+  body += sample.code.slice(last);
+  const setup = sample.setup ? sample.setup.code : '';
+  return [
+    `${sample.prelude} ${head.join(' ')}`.trim(),
+    setup,
+    'async function __docsSample(): Promise<void> {',
+    body,
+    '}',
+    '__docsSample().catch((error) => { console.error(error); process.exitCode = 1; });',
+    '',
+  ].join('\n');
+}
+
+function writeRunSupport() {
+  // `nestjs-redis-locks` and its subpaths resolve to lib/ (compiled by ts-node on the fly), ahead of
+  // Node's own resolution, which would find this package itself and its dist/.
+  const map = Object.fromEntries(Object.entries(LIB_ENTRIES).map(([k, v]) => [k, path.join(REPO, v)]));
+  fs.writeFileSync(
+    path.join(TMP, 'resolve-lib.js'),
+    [
+      "const Module = require('node:module');",
+      `const map = ${JSON.stringify(map)};`,
+      'const resolve = Module._resolveFilename;',
+      'Module._resolveFilename = function (request, ...rest) { return resolve.call(this, map[request] ?? request, ...rest); };',
+      '',
+    ].join('\n'),
+  );
+  fs.writeFileSync(
+    path.join(TMP, 'tsconfig.run.json'),
+    JSON.stringify({ compilerOptions: { target: 'es2022', module: 'commonjs', moduleResolution: 'node', experimentalDecorators: true, emitDecoratorMetadata: true, esModuleInterop: true, types: ['node'] } }),
+  );
+}
+
+function runOne(file, env) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-r', path.join(TMP, 'resolve-lib.js'), '-r', require.resolve('ts-node/register/transpile-only'), file], {
+      cwd: TMP,
+      env: { ...process.env, ...env, TS_NODE_PROJECT: path.join(TMP, 'tsconfig.run.json') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const started = Date.now();
+    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, output, ms: Date.now() - started });
+    });
+  });
+}
+
+async function runSamples(ts, samples) {
+  const runnable = samples.filter((s) => s.run);
+  if (runnable.length === 0) return [];
+  const problems = [];
+  writeRunSupport();
+  const redis = await startRedis();
+  try {
+    for (const sample of runnable) {
+      if (sample.failed) {
+        problems.push(`${sample.file}:${sample.line}: runnable sample not run: it does not compile (above)`);
+        continue;
+      }
+      await redis.flush();
+      const file = sample.path.replace(/\.ts$/, '.run.ts');
+      fs.writeFileSync(file, runnableSource(ts, sample));
+      const result = await runOne(file, { REDIS_URL: redis.url });
+      const tail = result.output.trim() === '' ? '' : result.output.trim().split('\n').slice(-15).map((l) => `    ${l}`).join('\n');
+      if (result.signal === 'SIGKILL') problems.push(`${sample.file}:${sample.line}: runnable sample did not exit within ${RUN_TIMEOUT_MS} ms (does it close everything it opens?)${tail ? `\n${tail}` : ''}`);
+      else if (result.code !== 0) problems.push(`${sample.file}:${sample.line}: runnable sample exited with ${result.code ?? result.signal}${tail ? `\n${tail}` : ''}`);
+      else console.log(`  ran ${sample.file}:${sample.line} (${result.ms} ms)`);
+    }
+  } finally {
+    redis.stop();
+  }
+  return problems;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  const args = process.argv.slice(2);
+  const arg = (name) => {
+    const i = args.indexOf(name);
+    return i < 0 ? undefined : args[i + 1];
+  };
+  const root = path.resolve(arg('--root') ?? REPO);
+  const only = arg('--only');
+  const problems = [];
+  const started = Date.now();
+
+  if (!only || only === 'links') {
+    const found = checkLinks(root);
+    problems.push(...found);
+    console.log(`docs:check links: ${markdownFiles(root, true).length} files, ${found.length} broken`);
+  }
+  if (!only || only === 'samples') {
+    const ts = require('typescript');
+    const { samples, problems: flagProblems } = extractSamples(root);
+    problems.push(...flagProblems);
+    writeSamples(ts, samples);
+    const compileProblems = compileSamples(ts, samples);
+    problems.push(...compileProblems);
+    console.log(`docs:check samples: ${samples.length} compiled, ${compileProblems.length} errors`);
+    if (!args.includes('--no-run')) {
+      const runProblems = await runSamples(ts, samples);
+      problems.push(...runProblems);
+      console.log(`docs:check runnable samples: ${samples.filter((s) => s.run).length} run, ${runProblems.length} failed`);
+    }
+    if (!process.env.KEEP_DOCS_TMP) fs.rmSync(TMP, { recursive: true, force: true });
+  }
+
+  for (const problem of problems) console.log(problem);
+  console.log(`docs:check: ${problems.length === 0 ? 'ok' : `${problems.length} problem(s)`} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  process.exitCode = problems.length === 0 ? 0 : 1;
+}
+
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}
+
+module.exports = { slug, parseMarkdown, linksOfLine };
