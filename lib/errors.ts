@@ -27,7 +27,9 @@ export class LockError extends Error {
  * of INTERNAL_SERVER_ERROR.
  */
 export interface LockErrorExtensions {
+  /** The GraphQL error code: `LOCKED` (423), `SERVICE_UNAVAILABLE` (503) or `CONFLICT` (409, a deadlock). */
   readonly code: 'LOCKED' | 'SERVICE_UNAVAILABLE' | 'CONFLICT';
+  /** The HTTP status the same error answers with. */
   readonly statusCode: 409 | 423 | 503;
   /** The name(s), each cut to its first 200 characters (a name may be a request value). */
   readonly lockName: string | readonly string[];
@@ -35,7 +37,9 @@ export interface LockErrorExtensions {
 
 /** What a GraphQL server answers for a lock name or key template value it cannot use (400). */
 export interface BadLockNameExtensions {
+  /** The GraphQL error code of a bad request. */
   readonly code: 'BAD_REQUEST';
+  /** The HTTP status the same error answers with. */
   readonly statusCode: 400;
   /** The key template placeholder whose value was unusable (`#id`), when a template built the name. */
   readonly parameter?: string;
@@ -52,10 +56,14 @@ export function shortLockName(lockName: string | readonly string[]): string | re
  * code `LOCKED` to GraphQL clients.
  */
 export class LockTimeoutError extends LockError {
+  /** 423 Locked, the HTTP status Nest answers with for this error. */
   readonly statusCode = 423;
+  /** What GraphQL clients receive: the code `LOCKED`, the status and the lock name(s). */
   readonly extensions: LockErrorExtensions;
   constructor(
+    /** The name of the lock not acquired (the names, for a multi-lock or RedLock). */
     readonly lockName: string | readonly string[],
+    /** How long the acquisition waited (ms) before giving up. */
     readonly waitTime: number,
   ) {
     super(LOCK_NOT_ACQUIRED(lockName, waitTime));
@@ -65,6 +73,7 @@ export class LockTimeoutError extends LockError {
 
 /** `unlock()` by an owner that does not hold the lock (never held it, released it, or lost it). */
 export class LockNotHeldError extends LockError {
+  /** @param lockName The name of the lock that was not held. */
   constructor(readonly lockName: string) {
     super(LOCK_NOT_HELD(lockName));
   }
@@ -73,6 +82,7 @@ export class LockNotHeldError extends LockError {
 /** The lock was lost while held: its renewal found it gone (expired, force-unlocked, failover). */
 export class LockLostError extends LockError {
   constructor(
+    /** The name of the lock that was lost. */
     readonly lockName: string,
     reason = LOST_RENEWAL_FOUND_GONE,
   ) {
@@ -87,10 +97,13 @@ export class LockLostError extends LockError {
  * transport; `parameter` names the placeholder (`#id`) when one was at fault.
  */
 export class KeyTemplateError extends LockError {
+  /** 400 Bad Request, the HTTP status Nest answers with for this error. */
   readonly statusCode = 400;
+  /** What GraphQL clients receive: the code `BAD_REQUEST`, the status and the placeholder at fault. */
   readonly extensions: BadLockNameExtensions;
   constructor(
     message: string,
+    /** The key template placeholder at fault (`#id`), when one was. */
     readonly parameter?: string,
   ) {
     super(message);
@@ -103,10 +116,14 @@ export class KeyTemplateError extends LockError {
  * not the name. A bad request (400) on every transport, like an unusable key template value.
  */
 export class LockNameTooLongError extends LockError {
+  /** 400 Bad Request, the HTTP status Nest answers with for this error. */
   readonly statusCode = 400;
+  /** What GraphQL clients receive: the code `BAD_REQUEST` and the status. */
   readonly extensions: BadLockNameExtensions = { code: 'BAD_REQUEST', statusCode: 400 };
   constructor(
+    /** The length of the refused name. */
     readonly nameLength: number,
+    /** The module's `maxNameLength`. */
     readonly maxNameLength: number,
   ) {
     super(LOCK_NAME_TOO_LONG(nameLength, maxNameLength));
@@ -120,7 +137,9 @@ export class LockNameTooLongError extends LockError {
  * catching `TypeError` keeps working (a class cannot extend both).
  */
 export class InvalidLockNameError extends TypeError {
+  /** 400 Bad Request, the HTTP status Nest answers with for this error. */
   readonly statusCode = 400;
+  /** What GraphQL clients receive: the code `BAD_REQUEST` and the status. */
   readonly extensions: BadLockNameExtensions = { code: 'BAD_REQUEST', statusCode: 400 };
   constructor(value: unknown) {
     super(INVALID_LOCK_NAME(value));
@@ -135,7 +154,9 @@ export class InvalidLockNameError extends TypeError {
  * to be (`error instanceof TypeError` keeps working), not `LockError`.
  */
 export class LockNamePatternError extends TypeError {
+  /** 400 Bad Request, the HTTP status Nest answers with for this error. */
   readonly statusCode = 400;
+  /** What GraphQL clients receive: the code `BAD_REQUEST` and the status. */
   readonly extensions: BadLockNameExtensions = { code: 'BAD_REQUEST', statusCode: 400 };
   constructor(message: string) {
     super(message);
@@ -145,6 +166,7 @@ export class LockNamePatternError extends TypeError {
 
 /** A write lock asked by an owner that holds only the read lock of the same name: a certain deadlock. */
 export class LockUpgradeError extends LockError {
+  /** @param lockName The name of the lock whose read lock the owner holds. */
   constructor(readonly lockName: string) {
     super(LOCK_UPGRADE_DEADLOCK(lockName));
   }
@@ -152,8 +174,11 @@ export class LockUpgradeError extends LockError {
 
 /** Where a deadlock's owner runs, when known: its module instance's host, pid and client name. */
 export interface DeadlockInstance {
+  /** The host name of the owner's process. */
   readonly host: string;
+  /** The process id of the owner's process. */
   readonly pid: number;
+  /** The `clientName` of the owner's module, when it has one. */
   readonly clientName?: string;
 }
 
@@ -180,10 +205,13 @@ export interface DeadlockStep {
  * `statusCode` 409 lets Nest's HTTP layer answer 409 Conflict; `extensions` carries `CONFLICT`.
  */
 export class LockDeadlockError extends LockError {
+  /** 409 Conflict, the HTTP status Nest answers with for this error. */
   readonly statusCode = 409;
+  /** What GraphQL clients receive: the code `CONFLICT`, the status and the lock names. */
   readonly extensions: LockErrorExtensions;
   /** The names of the locks of the cycle, in order (a name appears once). */
   readonly lockName: readonly string[];
+  /** @param cycle The steps of the cycle, starting with the refused wait's. */
   constructor(readonly cycle: readonly DeadlockStep[]) {
     super(LOCK_DEADLOCK(cycle));
     this.lockName = [...new Set(cycle.map((step) => step.lock))];
@@ -198,9 +226,12 @@ export class LockDeadlockError extends LockError {
  * `extensions` carries the code `SERVICE_UNAVAILABLE` to GraphQL clients.
  */
 export class LockUnavailableError extends LockError {
+  /** 503 Service Unavailable, the HTTP status Nest answers with for this error. */
   readonly statusCode = 503;
+  /** What GraphQL clients receive: the code `SERVICE_UNAVAILABLE`, the status and the lock name(s). */
   readonly extensions: LockErrorExtensions;
   constructor(
+    /** The name(s) of the lock the call was about. */
     readonly lockName: string | readonly string[],
     cause: unknown,
     /** Whole seconds after which a retry makes sense (the HTTP filter's `Retry-After`). */
@@ -224,6 +255,7 @@ export class NoAnswerError extends Error {
 
 /** A wait interrupted because the LockModule is shutting down. */
 export class LockShutdownError extends LockError {
+  /** @param lockName The name of the lock whose wait was interrupted, when there was one. */
   constructor(readonly lockName?: string) {
     super(MODULE_SHUTTING_DOWN(lockName));
   }

@@ -29,6 +29,10 @@ export class FairLockService {
   /**
    * Waits in line for `name` (or for every name of an array, as one multi-lock) within `waitTime`,
    * runs `fn`, and releases whatever `fn` did. Throws `LockTimeoutError` without calling `fn` on timeout.
+   * @throws {@link LockTimeoutError} (rejects) not acquired within `waitTime`; `fn` was not called.
+   * @throws {@link LockDeadlockError} (rejects) the wait closed a deadlock cycle and was the one refused.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
+   * @throws {@link LockShutdownError} (rejects) the module shut down while the call waited.
    */
   run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options: SkippingRunOptions): Promise<T | undefined>;
   run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: WaitingRunOptions): Promise<T>;

@@ -3,6 +3,7 @@ import type { LockModuleOptions } from './lock.options';
 
 export const {
   ConfigurableModuleClass: ConfigurableLockModule,
+  /** The injection token of the options given to `LockModule.forRoot()` / `forRootAsync()`, as given (not validated). */
   MODULE_OPTIONS_TOKEN: LOCK_MODULE_OPTIONS,
   OPTIONS_TYPE: LOCK_MODULE_OPTIONS_TYPE,
   ASYNC_OPTIONS_TYPE: LOCK_MODULE_ASYNC_OPTIONS_TYPE,

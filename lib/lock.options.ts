@@ -7,6 +7,7 @@ import { INVALID_OPTION, UNKNOWN_OPTION } from './lock.messages';
 /** An ioredis client the user owns (never closed by the library), a URL, or ioredis options. */
 export type RedisConnectionOption = Redis | Cluster | RedisOptions | string;
 
+/** The `redlock` option: the independent masters of `LockService.getRedLock` (RedLock). */
 export interface RedLockOptions {
   /** Independent Redis masters (not replicas of each other, not one cluster). */
   clients: RedisConnectionOption[];
@@ -18,6 +19,7 @@ export interface RedLockOptions {
   masterTimeout?: number;
 }
 
+/** The options of `LockModule.forRoot()` (and what `forRootAsync`'s `useFactory` returns); every one is optional. */
 export interface LockModuleOptions {
   /** Default `redis://127.0.0.1:6379`. A client passed in is used as is and never closed. */
   redis?: RedisConnectionOption;

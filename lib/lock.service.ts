@@ -23,6 +23,8 @@ export class LockService {
   /**
    * The reentrant lock `name`. Inside a `run` (or decorated method) that holds `name`, the object
    * shares that call chain's owner; otherwise it owns itself.
+   * @throws {@link InvalidLockNameError} when `name` is not a non-empty string.
+   * @throws {@link LockNameTooLongError} when `name` is longer than `maxNameLength`.
    */
   getLock(name: string): Lock {
     return this.reentrant(name, undefined);
@@ -47,6 +49,8 @@ export class LockService {
    * The RedLock `name` over the independent masters of the module's `redlock.clients`: held when a
    * majority of them granted it in time. Waiting retries with jitter (no pub/sub). See the README's
    * "RedLock: safety limits" before relying on it.
+   * @throws {@link LockError} when the module has no `redlock` option.
+   * @throws {@link InvalidLockNameError} when `name` is not a non-empty string (or {@link LockNameTooLongError} when too long).
    */
   getRedLock(name: string): Lock {
     checkLockName(name);
@@ -59,6 +63,11 @@ export class LockService {
   /**
    * Acquires `name` (or every name of an array, as one multi-lock) within `waitTime`, runs `fn`,
    * and releases whatever `fn` did. Throws `LockTimeoutError` without calling `fn` on timeout.
+   * @throws {@link LockTimeoutError} (rejects) not acquired within `waitTime`; `fn` was not called.
+   * @throws {@link LockDeadlockError} (rejects) the wait closed a deadlock cycle and was the one refused.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
+   * @throws {@link LockShutdownError} (rejects) the module shut down while the call waited.
+   * @throws {@link InvalidLockNameError} (rejects) a name is not a non-empty string (or {@link LockNameTooLongError} when too long).
    */
   run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options: SkippingRunOptions): Promise<T | undefined>;
   run<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: WaitingRunOptions): Promise<T>;
@@ -71,6 +80,8 @@ export class LockService {
    * Who holds the lock `name`, in one round trip: holders with their hold counts and module
    * instances (client name, host, pid, start time), the remaining lease, the fencing token, and
    * the waiting line if a fair lock of the name has one. A free lock says `locked: false`.
+   * @throws {@link InvalidLockNameError} (rejects) `name` is not a non-empty string (or {@link LockNameTooLongError} when too long).
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
    */
   inspect(name: string): Promise<LockInfo> {
     try {
@@ -86,6 +97,8 @@ export class LockService {
    * on every master of a cluster), each as its own kind under its own name, as `inspect` describes
    * it; `match` filters the names (`'order:*'`: at most 4 wildcards; an invalid or too costly
    * pattern is refused with a `TypeError`).
+   * @throws {@link LockNamePatternError} (on iteration) `match` is invalid or too costly.
+   * @throws {@link LockUnavailableError} (on iteration) Redis could not be asked.
    */
   list(options?: ListLocksOptions): AsyncIterable<LockInfo> {
     return this.inspector.list(options);

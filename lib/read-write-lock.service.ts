@@ -30,6 +30,9 @@ export class ReadWriteLockService {
    * Holds the read lock of `name` (or of every name of an array, as one multi-lock) while `fn`
    * runs, alongside other readers. Inside a `runWrite` of the same name this re-uses the writer's
    * owner (a downgrade). Throws `LockTimeoutError` without calling `fn` on timeout.
+   * @throws {@link LockTimeoutError} (rejects) not acquired within `waitTime`; `fn` was not called.
+   * @throws {@link LockDeadlockError} (rejects) the wait closed a deadlock cycle and was the one refused.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
    */
   runRead<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options: SkippingRunOptions): Promise<T | undefined>;
   runRead<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: WaitingRunOptions): Promise<T>;
@@ -42,6 +45,10 @@ export class ReadWriteLockService {
    * Holds the write lock of `name` (or of every name of an array, as one multi-lock) while `fn`
    * runs. Inside a `runRead` of the same name this rejects with `LockUpgradeError` at once (waiting
    * for itself would never end). Throws `LockTimeoutError` without calling `fn` on timeout.
+   * @throws {@link LockUpgradeError} (rejects) the call chain holds the read lock of `name`.
+   * @throws {@link LockTimeoutError} (rejects) not acquired within `waitTime`; `fn` was not called.
+   * @throws {@link LockDeadlockError} (rejects) the wait closed a deadlock cycle and was the one refused.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
    */
   runWrite<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options: SkippingRunOptions): Promise<T | undefined>;
   runWrite<T>(name: string | readonly string[], fn: (context: LockRunContext) => T | Promise<T>, options?: WaitingRunOptions): Promise<T>;

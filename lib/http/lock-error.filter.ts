@@ -33,10 +33,15 @@ const isBadRequest = (error: AnsweredLockError): error is KeyTemplateError | Loc
 
 /** The JSON body of a 423 answer. */
 export interface LockedResponseBody {
+  /** The HTTP status, 423. */
   statusCode: 423;
+  /** The status text. */
   error: 'Locked';
+  /** The error's message. */
   message: string;
+  /** The lock name(s), each cut to 200 characters. */
   lockName: string | readonly string[];
+  /** How long the acquisition waited (ms). */
   waitTime: number;
 }
 
@@ -45,17 +50,25 @@ export interface LockedResponseBody {
  * `lockName` lists the cycle's locks in order, each once (always an array, even for one lock).
  */
 export interface DeadlockResponseBody {
+  /** The HTTP status, 409. */
   statusCode: 409;
+  /** The status text. */
   error: 'Conflict';
+  /** The error's message. */
   message: string;
+  /** The cycle's lock names in order, each once, each cut to 200 characters. */
   lockName: readonly string[];
 }
 
 /** The JSON body of a 503 answer (it comes with a `Retry-After` header). */
 export interface LockUnavailableResponseBody {
+  /** The HTTP status, 503. */
   statusCode: 503;
+  /** The status text. */
   error: 'Service Unavailable';
+  /** The error's message. */
   message: string;
+  /** The lock name(s), each cut to 200 characters. */
   lockName: string | readonly string[];
 }
 
@@ -64,16 +77,23 @@ export interface LockUnavailableResponseBody {
  * library cannot use (the caller's input). `parameter` names the template placeholder at fault (`#id`) when there is one.
  */
 export interface BadLockNameResponseBody {
+  /** The HTTP status, 400. */
   statusCode: 400;
+  /** The status text. */
   error: 'Bad Request';
+  /** The error's message. */
   message: string;
+  /** The key template placeholder at fault (`#id`), when there is one. */
   parameter?: string;
 }
 
 /** The HTTP answer for a lock error: status, body and headers. Names in bodies are cut to 200 characters. */
 export function lockErrorResponse(error: AnsweredLockError): {
+  /** The HTTP status: 400, 409, 423 or 503. */
   status: number;
+  /** The JSON body. */
   body: LockedResponseBody | DeadlockResponseBody | LockUnavailableResponseBody | BadLockNameResponseBody;
+  /** Headers to set (`Retry-After` with a 503). */
   headers: Record<string, string>;
 } {
   if (isBadRequest(error)) {

@@ -2,7 +2,9 @@
 import type { LockInstanceInfo } from '../runtime/instance-registry';
 export type { LockInstanceInfo };
 
+/** One holder of a lock, as `inspect()` and `list()` report it. */
 export interface LockHolderInfo {
+  /** The holder's owner id (`clientId:n`). */
   readonly ownerId: string;
   /** Holds re-entered; for a semaphore (in `list`), the permits this holder took. */
   readonly holdCount: number;
@@ -14,15 +16,21 @@ export interface LockHolderInfo {
   readonly fencingToken?: number;
 }
 
+/** One waiter in a fair lock's line (or a semaphore's), in line order. */
 export interface LockWaiterInfo {
+  /** The waiter's owner id (`clientId:n`). */
   readonly ownerId: string;
+  /** The waiter's module instance, when it is registered. */
   readonly instance?: LockInstanceInfo;
 }
 
 /** What `inspect(name)` and `list()` report about one lock (`list` reports semaphores too). */
 export interface LockInfo {
+  /** The lock's name. */
   readonly name: string;
+  /** The kind of lock the name's Redis record belongs to. */
   readonly kind: 'reentrant' | 'fair' | 'read-write' | 'semaphore';
+  /** True while anyone holds it. */
   readonly locked: boolean;
   /** Remaining lease in ms; -2 when free. */
   readonly ttl: number;
@@ -30,6 +38,7 @@ export interface LockInfo {
   readonly fencingToken?: number;
   /** A read-write lock's mode while held. */
   readonly mode?: 'read' | 'write';
+  /** Its holders (several for a read lock or a semaphore). */
   readonly holders: readonly LockHolderInfo[];
   /** A fair lock's (or a semaphore's) waiting line, first in line first. */
   readonly waiters?: readonly LockWaiterInfo[];

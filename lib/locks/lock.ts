@@ -55,24 +55,47 @@ export interface RunOptions extends LockOptions, RunPolicy {
 }
 
 /** `run()` options that skip a busy lock: the call then resolves `undefined` instead of the body's result. */
-export type SkippingRunOptions = RunOptions & { skipIfLocked: true };
+export type SkippingRunOptions = RunOptions & {
+  /** Skip when the lock is busy. */
+  skipIfLocked: true;
+};
 
 /** `run()` options that wait (and throw `LockTimeoutError`) rather than skip: the call resolves the body's result. */
-export type WaitingRunOptions = RunOptions & { skipIfLocked?: false };
+export type WaitingRunOptions = RunOptions & {
+  /** Wait, never skip. */
+  skipIfLocked?: false;
+};
 
 /** A distributed lock, whatever its kind. */
 export interface Lock {
+  /** The lock's name (for a multi-lock, the member names joined with commas). */
   readonly name: string;
-  /** Waits without limit. */
+  /**
+   * Waits without limit.
+   * @throws {@link LockDeadlockError} (rejects) the wait closed a deadlock cycle and was the one refused.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
+   * @throws {@link LockShutdownError} (rejects) the module shut down while it waited.
+   */
   lock(options?: LockOptions): Promise<void>;
-  /** Resolves true when acquired within `waitTime`, false otherwise. */
+  /**
+   * Resolves true when acquired within `waitTime`, false otherwise.
+   * @throws {@link LockDeadlockError} (rejects) the wait closed a deadlock cycle and was the one refused.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
+   */
   tryLock(options?: TryLockOptions): Promise<boolean>;
-  /** Releases one hold; rejects with `LockNotHeldError` when the current owner holds none. */
+  /**
+   * Releases one hold; rejects with `LockNotHeldError` when the current owner holds none.
+   * @throws {@link LockNotHeldError} (rejects) the current owner holds no hold of it.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
+   */
   unlock(): Promise<void>;
   /** Deletes the lock whoever holds it; resolves true when there was one. */
   forceUnlock(): Promise<boolean>;
+  /** True when anyone holds the lock (one round trip). */
   isLocked(): Promise<boolean>;
+  /** True when the current owner holds the lock. */
   isHeldByCurrentOwner(): Promise<boolean>;
+  /** How many times the current owner holds the lock (re-entries); 0 when it does not hold it. */
   getHoldCount(): Promise<number>;
   /** Remaining lease in ms; -2 when free. */
   remainTimeToLive(): Promise<number>;

@@ -16,6 +16,7 @@ import type { RunnableLock } from './runnable-lock';
 export class MultiLock implements Lock, RunnableLock {
   /** @internal The members, deduplicated, in the order they are taken. */
   readonly locks: readonly OwnedLock[];
+  /** Always `multi`: the kind telemetry and `instanceof`-free code see. */
   readonly kind = 'multi';
 
   /** @internal Built by `LockService.getMultiLock` and the run helpers. */
@@ -30,10 +31,12 @@ export class MultiLock implements Lock, RunnableLock {
     this.locks = [...unique.values()].sort((a, b) => (a.lockKey < b.lockKey ? -1 : a.lockKey > b.lockKey ? 1 : 0));
   }
 
+  /** The member names joined with commas. */
   get name(): string {
     return this.names.join(',');
   }
 
+  /** The member names, deduplicated, in the order they are taken (by Redis key). */
   get names(): string[] {
     return this.locks.map((lock) => lock.name);
   }
@@ -98,6 +101,7 @@ export class MultiLock implements Lock, RunnableLock {
     return (await Promise.all(this.locks.map((lock) => lock.isLocked()))).every(Boolean);
   }
 
+  /** True when the current owner holds every member. */
   async isHeldByCurrentOwner(): Promise<boolean> {
     return (await Promise.all(this.locks.map((lock) => lock.isHeldByCurrentOwner()))).every(Boolean);
   }

@@ -8,7 +8,9 @@ export interface LockInstanceInfo {
   readonly clientId: string;
   /** The module's `clientName` option (default: the app's package name, else `host:pid`). */
   readonly clientName: string;
+  /** The host name of its process. */
   readonly host: string;
+  /** Its process id. */
   readonly pid: number;
   /** When the module instance started (ISO 8601). */
   readonly startedAt: string;

@@ -9,6 +9,7 @@ import { SEMAPHORE_LIMIT_MISMATCH } from '../lock.messages';
  */
 export class SemaphoreLimitError extends LockError {
   constructor(
+    /** The semaphore's name. */
     readonly semaphoreName: string,
     /** The limit this caller asked with. */
     readonly permits: number,

@@ -28,6 +28,9 @@ export class SemaphoreService {
    * Takes `take` permits (default 1) of `name` within `waitTime` (default: the module's
    * `defaultWaitTime`; else `LockTimeoutError` and `fn` never runs), runs `fn`, and gives them back
    * in `finally` whatever `fn` did. `skipIfLocked` and `minHoldTime` as for `LockService.run`.
+   * @throws {@link LockTimeoutError} (rejects) the permits were not taken within `waitTime`; `fn` was not called.
+   * @throws {@link SemaphoreLimitError} (rejects) the semaphore is in use with another `permits` limit.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
    */
   run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & SkippingRunOptions): Promise<T | undefined>;
   run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & WaitingRunOptions): Promise<T>;

@@ -57,16 +57,32 @@ export interface SemaphoreRunOptions extends SemaphoreOptions, AcquireOptions {}
 
 /** What `SemaphoreService.inspect()` reports. */
 export interface SemaphoreInfo {
+  /** The semaphore's name. */
   readonly name: string;
+  /** Always `semaphore` (`list()` reports locks and semaphores together). */
   readonly kind: 'semaphore';
   /** The limit the semaphore is in use with; `undefined` when nobody holds or waits for it. */
   readonly permits: number | undefined;
   /** Permits free right now (`undefined` when the semaphore is not in use: all of them). */
   readonly available: number | undefined;
   /** Live holders: permit id (an owner id, `clientId:n`), permits taken, remaining lease in ms, fencing token. */
-  readonly holders: ReadonlyArray<{ ownerId: string; permits: number; ttl: number; fencingToken: number }>;
+  readonly holders: ReadonlyArray<{
+    /** The permit id (an owner id). */
+    ownerId: string;
+    /** Permits taken. */
+    permits: number;
+    /** Remaining lease in ms. */
+    ttl: number;
+    /** The permits' fencing token. */
+    fencingToken: number;
+  }>;
   /** Waiters in line order, with the permits each asks for. */
-  readonly waiters: ReadonlyArray<{ ownerId: string; permits: number }>;
+  readonly waiters: ReadonlyArray<{
+    /** The waiter's owner id. */
+    ownerId: string;
+    /** Permits it asks for. */
+    permits: number;
+  }>;
 }
 
 /** The Redis keys of one semaphore: one hash tag, so they share a cluster slot. */
@@ -110,6 +126,7 @@ export class Permit {
     private readonly hold: HeldLock,
   ) {}
 
+  /** The name of the semaphore these permits were taken from. */
   get name(): string {
     return this.semaphore.name;
   }
@@ -140,11 +157,13 @@ export class Permit {
  * the shared subscriber; a release wakes exactly the waiters its permits admit.
  */
 export class Semaphore {
+  /** The semaphore's Redis keys (one hash tag, so one cluster slot). */
   readonly keys: SemaphoreKeys;
 
   constructor(
     /** @internal */
     readonly engine: LockEngine,
+    /** The semaphore's name. */
     readonly name: string,
     /** The limit this object asks with (see `SemaphoreLimitError`). */
     readonly permits: number,
@@ -156,6 +175,9 @@ export class Semaphore {
    * Takes `take` permits (default 1), waiting up to `waitTime` (no `waitTime`: without limit).
    * Rejects with `LockTimeoutError` when not acquired in time, `LockUnavailableError` when Redis
    * could not be asked, the signal's reason when cancelled.
+   * @throws {@link LockTimeoutError} (rejects) not acquired within `waitTime`.
+   * @throws {@link SemaphoreLimitError} (rejects) the semaphore is in use with another `permits` limit.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
    */
   async acquire(options?: AcquireOptions): Promise<Permit> {
     const waitTime = options?.waitTime ?? Number.POSITIVE_INFINITY;
@@ -168,6 +190,8 @@ export class Semaphore {
    * Takes `take` permits within `waitTime` (default 0: one attempt, which never joins the line);
    * resolves `null` when Redis kept answering "busy", rejects with `LockUnavailableError` when it
    * could not be asked.
+   * @throws {@link SemaphoreLimitError} (rejects) the semaphore is in use with another `permits` limit.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
    */
   tryAcquire(options?: AcquireOptions): Promise<Permit | null> {
     return this.acquireWithin(options?.waitTime ?? 0, options);
