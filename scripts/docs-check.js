@@ -21,8 +21,12 @@
  * docs/README.md for when that is right. Every problem is printed as `<file>:<line>: ...` with the
  * line of the fence (samples) or of the link, and the exit code is 1.
  *
- * Usage: node scripts/docs-check.js [--root <dir>] [--only samples|links] [--no-run]
- *   --root: where the markdown is (default: the repository; test/docs-check.spec.ts uses a fixture).
+ * 4. API reference. TypeDoc (typedoc.json: lib/index.ts into dist/api, every export and member
+ *    documented, warnings are errors); an undocumented one is reported as `lib/<file>:<line>`.
+ *
+ * Usage: node scripts/docs-check.js [--root <dir>] [--only samples|links|api] [--no-run]
+ *   --root: where the markdown is (default: the repository; test/docs-check.spec.ts uses a fixture;
+ *   with --root the API part is skipped).
  *   KEEP_DOCS_TMP=1 keeps the extracted samples in .cache/docs-check/<pid>/.
  */
 const { spawn, spawnSync } = require('node:child_process');
@@ -475,6 +479,38 @@ async function runSamples(ts, samples) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// API reference
+
+/** Line of `qualified` (`LockTimeoutError.lockName`, `SemaphoreInfo.holders.__type.ttl`) in `file`, or of its owner. */
+function declarationLine(file, qualified) {
+  const lines = fs.readFileSync(path.join(REPO, file), 'utf8').split('\n');
+  const parts = qualified.split('.').filter((part) => part !== '__type');
+  const escape = (text) => text.replace(/[$]/g, '\\$');
+  let at = lines.findIndex((line) => new RegExp(`^\\s*export\\b.*\\b(class|interface|type|function|const|let|enum|namespace)\\s+${escape(parts[0])}\\b|^\\s*${escape(parts[0])}\\s*[:,]`).test(line));
+  if (at < 0) return 1;
+  for (const member of parts.slice(1)) {
+    const found = lines.findIndex((line, i) => i > at && new RegExp(`(^|[\\s{(,;])(readonly\\s+|get\\s+|async\\s+|static\\s+)*${escape(member)}\\??\\s*[:(=<]`).test(line));
+    if (found < 0) break;
+    at = found;
+  }
+  return at + 1;
+}
+
+/** TypeDoc with the repository's typedoc.json (treatWarningsAsErrors, notDocumented): each warning as `file:line`. */
+function checkApi() {
+  const run = spawnSync(process.execPath, [path.join(REPO, 'node_modules', 'typedoc', 'bin', 'typedoc'), '--logLevel', 'Warn'], { cwd: REPO, encoding: 'utf8' });
+  const output = `${run.stdout}${run.stderr}`.replace(/\x1b\[[0-9;]*m/g, '').trim();
+  const problems = [];
+  for (const line of output.split('\n')) {
+    const undocumented = /^\[warning\] (\S+) \(([^)]+)\), defined in [^/]+\/(\S+?), does not have any documentation/.exec(line);
+    if (undocumented) problems.push(`${undocumented[3]}:${declarationLine(undocumented[3], undocumented[1])}: ${undocumented[1]} (${undocumented[2]}) has no doc comment (TypeDoc, validation.notDocumented)`);
+    else if (/^\[(warning|error)\]/.test(line) && !/^\[(warning|error)\] Found \d+ errors? and \d+ warnings?/.test(line)) problems.push(`typedoc: ${line}`);
+  }
+  if (run.status !== 0 && problems.length === 0) problems.push(`typedoc exited with ${run.status}: ${output.split('\n').slice(-5).join(' / ')}`);
+  return problems;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function main() {
   const args = process.argv.slice(2);
@@ -506,6 +542,15 @@ async function main() {
       console.log(`docs:check runnable samples: ${samples.filter((s) => s.run).length} run, ${runProblems.length} failed`);
     }
     if (!process.env.KEEP_DOCS_TMP) fs.rmSync(TMP, { recursive: true, force: true });
+  }
+
+  if (!only || only === 'api') {
+    if (root !== REPO && !only) console.log('docs:check api: skipped (--root: the reference is the repository\'s)');
+    else {
+      const found = checkApi();
+      problems.push(...found);
+      console.log(`docs:check api (TypeDoc of lib/index.ts into dist/api): ${found.length} problem(s)`);
+    }
   }
 
   for (const problem of problems) console.log(problem);
