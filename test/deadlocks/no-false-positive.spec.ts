@@ -55,7 +55,7 @@ describe('deadlocks: no false positive without a cycle', () => {
     expect(Number(await raw.get(counterKey(p, b)))).toBe(2 * ROUNDS);
   }, 90_000);
 
-  it('two processes taking a then b in the same order, a third chain waiting on b: no refusal across processes', async () => {
+  it('two processes, 10 chains each, taking a then b in the same order with waits past deadlockCheckAfter: no refusal across processes', async () => {
     const p = fresh();
     const [a, b] = [`${p}:a`, `${p}:b`];
     const parties = await Promise.all(['one', 'two'].map((label) => ChildParty.spawn(label, redis.url, { deadlockCheckAfter: CHECK_AFTER })));
