@@ -70,10 +70,13 @@ export const LOCK_DEADLOCK = (steps: readonly DeadlockStepText[]): string => {
     return `${quoteName(step.lock)} (${step.inLine ? 'behind' : 'held by'} ${whose})`;
   });
   const names = [...new Set(steps.map((step) => quoteName(step.lock)))];
+  const fix =
+    names.length > 1
+      ? `take ${names.join(' and ')} in one order everywhere, or as one multi-lock`
+      : `take ${names[0]} again through the call chain's own owner (it re-enters), or all at once`;
   return (
     `Deadlock: this call chain waits for ${shown.join(', which waits for ')}. ` +
-    `The wait for ${quoteName(steps[0]?.lock ?? '')} was refused so the others can go on; ` +
-    `take ${names.join(' and ')} in one order everywhere, or as one multi-lock`
+    `The wait for ${quoteName(steps[0]?.lock ?? '')} was refused so the others can go on; ${fix}`
   );
 };
 

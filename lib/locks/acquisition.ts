@@ -11,6 +11,11 @@ import { leaseDriftMs } from '../runtime/held-locks';
 import { monotonicNow } from '../runtime/monotonic-clock';
 import { checkAcquireTimes } from '../validators';
 import type { LockOptions } from './lock';
+import { chainHolds, frameAtStart, HOLDS_ALSO_WAITING, nextLineSeq, WaitNode, type WaitTarget } from '../deadlocks/wait-node';
+import { cycleFrom, waitForGraph, youngestOf } from '../deadlocks/wait-for-graph';
+import { LockDeadlockError } from '../errors';
+import type { OwnerFrame } from '../runtime/owner-context';
+import type { HeldLock } from '../runtime/held-locks';
 
 /**
  * A granted attempt: its fencing token (none for a read lock), and when its lease began (monotonic
@@ -124,6 +129,8 @@ export interface Contender<R> {
    * be waited for is done (nothing: `undefined`).
    */
   abandon(requestId: string, joinedLine: boolean, outcomeUnknown: boolean, lineEntry?: string): Promise<unknown> | undefined;
+  /** What a wait waits for, for the deadlock check (docs/deadlocks.md); none: never checked. */
+  readonly waitTarget?: WaitTarget;
 }
 
 /**
@@ -193,6 +200,14 @@ export class Acquisition<R> implements Sleeper {
   private readonly deadline: number;
   /** This acquisition's request id: a release that undoes its late grant names it. */
   private readonly requestId: string;
+  /** The call chain's innermost body when the acquisition began (its holds wait for this one). */
+  private readonly frame: OwnerFrame | undefined;
+  /** This wait in the deadlock check's graph, from its first miss to its end (docs/deadlocks.md). */
+  private waitNode: WaitNode | undefined = undefined;
+  /** Whether the latest attempt sent joined (or kept a place in) the lock's line. */
+  private lastSentJoined = false;
+  /** Set when the wait was refused as a deadlock: a grant still on its way is given back. */
+  private refusal: Error | undefined = undefined;
   private resolve!: (result: R) => void;
   private reject!: (error: unknown) => void;
   readonly settled: Promise<R>;
@@ -209,6 +224,7 @@ export class Acquisition<R> implements Sleeper {
     this.deadline = monotonicNow() + waitMs;
     this.subscribed = !contender.wakesOnRelease;
     this.requestId = contender.engine.ids.nextRequest();
+    this.frame = waitMs > 0 ? frameAtStart() : undefined;
     this.settled = new Promise<R>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
@@ -343,6 +359,7 @@ export class Acquisition<R> implements Sleeper {
     const stamp = Math.floor(sentAt * 1000);
     this.sentAt = sentAt;
     this.sentStamp = stamp;
+    this.lastSentJoined = joinLine;
     const token = joinLine ? `${stamp}.${(this.joinProof ??= randomBytes(8).toString('hex'))}` : '';
     return this.contender.attempt(this.leaseMs, this.requestId, joinLine, token, this.join).then((outcome) => {
       if (!(outcome instanceof LockUnavailableError) && stamp > this.answeredStamp) this.answeredStamp = stamp;
@@ -383,6 +400,7 @@ export class Acquisition<R> implements Sleeper {
    * the caller cancelled meanwhile (the acquisition has ended).
    */
   private missed(outcome: number | LockUnavailableError): boolean {
+    if (this.ended) return false;
     this.outcome = outcome;
     if (outcome instanceof LockUnavailableError) {
       this.outcomeUnknown = true;
@@ -392,9 +410,53 @@ export class Acquisition<R> implements Sleeper {
       this.busyWithoutTtl = outcome < 0 ? this.busyWithoutTtl + 1 : 0;
     }
     const { cancellation } = this;
-    if (!cancellation?.cancelled) return true;
-    this.end(true, cancellation.reason);
-    return false;
+    if (cancellation?.cancelled) {
+      this.end(true, cancellation.reason);
+      return false;
+    }
+    if (typeof outcome === 'number' && this.waitMs > 0) this.waiting();
+    return !this.ended;
+  }
+
+  /**
+   * The lock is busy and the acquisition waits: registered with the process's wait-for graph (once),
+   * checked for a cycle through this process's holds and waits at once, and across processes once
+   * it has waited `deadlockCheckAfter` (docs/deadlocks.md). No cost until an attempt misses.
+   */
+  private waiting(): void {
+    const { contender } = this;
+    let node = this.waitNode;
+    if (!node) {
+      const target = contender.waitTarget;
+      if (!target) return;
+      const alsoWaiting = (this.options as { [HOLDS_ALSO_WAITING]?: () => HeldLock[] } | undefined)?.[HOLDS_ALSO_WAITING]?.();
+      node = new WaitNode(target, chainHolds(this.frame, alsoWaiting, contender.engine), monotonicNow(), (error) => this.refuse(error));
+      this.waitNode = node;
+      waitForGraph.add(node);
+      if (node.chain.length > 0) contender.engine.deadlocks.watch(node);
+    }
+    if (this.lastSentJoined && node.lineSeq === undefined) {
+      node.lineSeq = nextLineSeq();
+      node.lineEntry = this.lineEntry ?? contender.waiterId;
+    }
+    const found = waitForGraph.findCycle(node);
+    if (!found) return;
+    const victim = youngestOf(found.waits);
+    victim.refuse(new LockDeadlockError(cycleFrom(found, victim)));
+  }
+
+  /**
+   * Refused as a deadlock (by this wait's check or another's): ends as a cancellation does, and a
+   * grant that arrives after is given back.
+   */
+  private refuse(error: Error): void {
+    if (this.ended) return;
+    this.refusal = error;
+    const { waiter } = this;
+    if (!waiter) return this.end(true, error);
+    this.contender.room.leave(waiter, false);
+    waiter.cancel(error);
+    this.end(true, error);
   }
 
   /**
@@ -467,7 +529,8 @@ export class Acquisition<R> implements Sleeper {
   private deliver(grant: Grant, sentAt: number): void {
     const { cancellation, contender } = this;
     let refusal: unknown;
-    if (cancellation?.cancelled) refusal = cancellation.reason;
+    if (this.refusal) refusal = this.refusal;
+    else if (cancellation?.cancelled) refusal = cancellation.reason;
     else if (contender.engine.shuttingDown) refusal = new LockShutdownError(contender.name);
     else if (monotonicNow() >= sentAt + (grant.grantedLeaseMs ?? this.leaseMs) - leaseDriftMs(this.leaseMs)) {
       this.acquired = false;
@@ -523,6 +586,7 @@ export class Acquisition<R> implements Sleeper {
     this.busyWithoutTtl = 0;
     this.join += 1;
     this.joinProof = undefined;
+    if (this.waitNode) this.waitNode.lineSeq = undefined;
     const { waiter } = this;
     waiter?.takeGrant();
     if (waiter && this.lineEntry !== undefined) {
@@ -546,7 +610,11 @@ export class Acquisition<R> implements Sleeper {
   private end(failed: boolean, result: unknown): void {
     if (this.ended) return;
     this.ended = true;
-    const { waiter, acquired, contender } = this;
+    const { waiter, acquired, contender, waitNode } = this;
+    if (waitNode) {
+      waitForGraph.remove(waitNode);
+      contender.engine.deadlocks.unwatch(waitNode);
+    }
     if (waiter) contender.room.leave(waiter, acquired);
     const settle = (): void => {
       if (failed) this.reject(result);

@@ -9,6 +9,7 @@ import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, 
 import { LockNotHeldError } from '../errors';
 import { LOCK_LOST, LOST_RELEASE_FOUND_GONE } from '../lock.messages';
 import { confirmHandOver } from '../runtime/hand-over';
+import type { WaitKind, WaitMode, WaitTarget } from '../deadlocks/wait-node';
 import { monotonicNow } from '../runtime/monotonic-clock';
 import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import { heldLocksOf, runContextOf } from './owned-lock';
@@ -268,6 +269,22 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   }
 
   // The contender's side of an acquisition (see `Contender` in acquisition.ts).
+
+  /** @internal What a wait for this lock waits for, as the deadlock check sees it (made when it waits). */
+  get waitTarget(): WaitTarget {
+    const { engine, name, lockKey, ownerId } = this;
+    return { engine, kind: this.waitKind, name, lockKey, ownerId, mode: this.waitMode, need: 1, total: 1, crossProcess: true };
+  }
+
+  /** @internal How a wait for this lock conflicts with its holders. */
+  protected get waitMode(): WaitMode {
+    return 'exclusive';
+  }
+
+  /** @internal The lock's layout in Redis, for the cross-process deadlock check. */
+  protected get waitKind(): WaitKind {
+    return 'lock';
+  }
 
   /** @internal */
   get room(): WaitRoom {

@@ -2,6 +2,7 @@ import { MULTI_LOCK_EMPTY } from '../lock.messages';
 import { MEMBER_ACQUISITION, observeAcquire, type AcquisitionOptions, type LockTelemetry } from '../metrics/lock-telemetry';
 import { cancellable } from '../runtime/cancellation';
 import type { HeldLock } from '../runtime/held-locks';
+import { HOLDS_ALSO_WAITING } from '../deadlocks/wait-node';
 import { monotonicNow } from '../runtime/monotonic-clock';
 import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
@@ -157,12 +158,14 @@ export class MultiLock implements Lock, RunnableLock {
       for (const lock of this.locks) {
         signal?.throwIfAborted();
         const remaining = Math.max(0, deadline - monotonicNow());
-        const memberOptions: TryLockOptions & AcquisitionOptions = {
+        const memberOptions: TryLockOptions & AcquisitionOptions & { [HOLDS_ALSO_WAITING]: () => HeldLock[] } = {
           waitTime: remaining,
           leaseTime,
           signal,
           metricName,
           [MEMBER_ACQUISITION]: true,
+          // The members taken already wait with this one (docs/deadlocks.md).
+          [HOLDS_ALSO_WAITING]: () => taken.flatMap((member) => (member.hold ? [member.hold] : [])),
         };
         if (!(await lock.tryLock(memberOptions))) break;
         taken.push(lock);

@@ -5,6 +5,9 @@ import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ALL, WAKE_ONE } from '../redis/unlock-subscriber';
 import type { LockEngine } from '../runtime/lock-engine';
 import { AttemptResult, attemptResult, BaseLock, HOLDS_OTHER_MODE, lineRequest, ReleaseResult } from './base-lock';
+import type { WaitKind, WaitMode } from '../deadlocks/wait-node';
+import type { Grant } from './acquisition';
+import type { LockOptions } from './lock';
 
 export type ReadWriteMode = 'read' | 'write';
 
@@ -115,6 +118,30 @@ export class ReadWriteLockView extends BaseLock {
   protected async releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ReleaseResult> {
     const result = await this.releaseIn(this.mode, requestId, grantedBy, ticket);
     return result === HOLDS_OTHER_MODE ? null : result;
+  }
+
+  /** @internal A reader waits for a writer; a writer for every holder (docs/deadlocks.md). */
+  protected override get waitMode(): WaitMode {
+    return this.mode;
+  }
+
+  protected override get waitKind(): WaitKind {
+    return 'readWrite';
+  }
+
+  /** @internal Counts a write hold on the owner's shared hold record (a reader waits only for those). */
+  override held(grant: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): boolean {
+    const held = super.held(grant, leaseMs, options, grantSentAt);
+    const hold = this.hold;
+    if (hold && this.mode === 'write') hold.writeHolds += 1;
+    return held;
+  }
+
+  override unlock(): Promise<void> {
+    const hold = this.hold;
+    // Counted off first, as the hold itself is: a wrong count only hides an edge, never adds one.
+    if (hold && this.mode === 'write' && hold.writeHolds > 0) hold.writeHolds -= 1;
+    return super.unlock();
   }
 
   /** A read hold has no fencing token. */

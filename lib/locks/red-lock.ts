@@ -14,6 +14,7 @@ import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
 import { heldLocksOf, runContextOf } from './owned-lock';
+import type { WaitTarget } from '../deadlocks/wait-node';
 import { leaseDriftMs } from '../runtime/held-locks';
 import { monotonicNow } from '../runtime/monotonic-clock';
 
@@ -178,6 +179,12 @@ export class RedLock implements OwnedLock, Contender<boolean> {
   }
 
   // The contender's side of an acquisition (see `Contender` in acquisition.ts).
+
+  /** @internal What a wait for this RedLock waits for: checked in this process only (docs/deadlocks.md#across-processes-after-deadlockcheckafter). */
+  get waitTarget(): WaitTarget {
+    const { engine, name, lockKey, ownerId } = this;
+    return { engine, kind: 'lock', name, lockKey, ownerId, mode: 'exclusive', need: 1, total: 1, crossProcess: false };
+  }
 
   /** @internal Waiters retry after a pause with jitter; the masters' room lets shutdown cancel them. */
   get room(): WaitRoom {

@@ -59,6 +59,13 @@ export const leaseDriftMs = (leaseMs: number): number => Math.floor(leaseMs / 10
  */
 export class HeldLock {
   holdCount = 0;
+  /**
+   * A read-write lock's write holds among `holdCount` (the read and write views share one owner's
+   * hold): a reader waits for this hold only while it has any (docs/deadlocks.md).
+   */
+  writeHolds = 0;
+  /** A semaphore holder's permits (1 for every other kind): which waits need them (docs/deadlocks.md). */
+  permits = 1;
   /** How many of the holds the watchdog keeps alive (taken without `leaseTime`). */
   renewedHolds = 0;
   renewal: Renewal | undefined;
@@ -204,6 +211,11 @@ export class HeldLocks {
 
   get(lockKey: string, ownerId: string): HeldLock | undefined {
     return this.holds.get(lockKey)?.get(ownerId);
+  }
+
+  /** This process's holders of `lockKey` (owner id -> hold), if any. */
+  holdersOf(lockKey: string): ReadonlyMap<string, HeldLock> | undefined {
+    return this.holds.get(lockKey);
   }
 
   /** Called when a hold that no renewal keeps alive reaches the end of its lease. */

@@ -1,3 +1,4 @@
+import { CrossProcessDeadlocks } from '../deadlocks/cross-process-check';
 import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { LockShutdownError, type LockUnavailableError } from '../errors';
@@ -84,7 +85,9 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly keys: LockKeys;
   readonly ids = new OwnerIds();
   readonly holds = new HeldLocks();
-  readonly ownerContext = new OwnerContext(this.holds);
+  readonly ownerContext = new OwnerContext(this.holds, this);
+  /** The cross-process side of deadlock detection (docs/deadlocks.md). */
+  readonly deadlocks = new CrossProcessDeadlocks(this);
   /** Releases that `run` sent without waiting for their answer; shutdown waits for them. */
   readonly releasesInFlight = new InFlight();
   /** Bodies running under a lock (`run`, the decorators); shutdown gives them `shutdownTimeout` to end. */

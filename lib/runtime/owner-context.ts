@@ -3,6 +3,16 @@ import type { HeldLock, HeldLocks } from './held-locks';
 import type { LockRunContext } from './run-context';
 
 /**
+ * One storage for every module instance in the process: a body of one instance that waits for a
+ * lock of another still makes its whole call chain wait (docs/deadlocks.md). Each frame says whose
+ * it is, and the owner rules read only their own instance's frames.
+ */
+const chainStorage = new AsyncLocalStorage<OwnerFrame>();
+
+/** The innermost frame of the current call chain, of any module instance (ended ones included). */
+export const innermostFrame = (): OwnerFrame | undefined => chainStorage.getStore();
+
+/**
  * One locked body in its call chain: the holds its run recorded, its run context, and the frame of
  * the body it was started in. Everything the body starts (awaited or not: timers, intervals, event
  * handlers, promises nobody awaited) keeps this frame, so it stops counting once the body ended
@@ -17,6 +27,10 @@ export class OwnerFrame {
     public parent: OwnerFrame | undefined,
     readonly holds: readonly HeldLock[],
     readonly current: LockRunContext,
+    /** The hold registry of the module instance whose body this is. */
+    readonly registry: HeldLocks,
+    /** That module instance, for the deadlock check's records (docs/deadlocks.md). */
+    readonly site: unknown,
   ) {}
 
   end(): void {
@@ -33,13 +47,15 @@ export class OwnerFrame {
  * nothing leaks into the caller. It also knows the innermost running body's lock (`current()`).
  */
 export class OwnerContext {
-  private readonly storage = new AsyncLocalStorage<OwnerFrame>();
-
-  constructor(private readonly registry: HeldLocks) {}
+  constructor(
+    private readonly registry: HeldLocks,
+    /** The module instance frames are opened for (`OwnerFrame.site`). */
+    private readonly site: unknown = undefined,
+  ) {}
 
   ownerOf(lockKey: string): string | undefined {
-    for (let frame = this.storage.getStore(); frame; frame = frame.parent) {
-      if (frame.ended) continue;
+    for (let frame = chainStorage.getStore(); frame; frame = frame.parent) {
+      if (frame.ended || frame.registry !== this.registry) continue;
       for (const hold of frame.holds) {
         // The nearest record of the key decides: a hold that ended there makes a new owner.
         if (hold.lockKey === lockKey) return this.registry.isCurrent(hold) ? hold.ownerId : undefined;
@@ -50,7 +66,9 @@ export class OwnerContext {
 
   /** The innermost running body's lock: `{ name, signal, fencingToken }`, or undefined. */
   current(): LockRunContext | undefined {
-    for (let frame = this.storage.getStore(); frame; frame = frame.parent) if (!frame.ended) return frame.current;
+    for (let frame = chainStorage.getStore(); frame; frame = frame.parent) {
+      if (!frame.ended && frame.registry === this.registry) return frame.current;
+    }
     return undefined;
   }
 
@@ -60,16 +78,16 @@ export class OwnerContext {
    * continuations (a timer that runs a lock that sets the next timer...) does not grow without end.
    */
   open(holds: readonly HeldLock[], current: LockRunContext): OwnerFrame {
-    let parent = this.storage.getStore();
+    let parent = chainStorage.getStore();
     while (parent?.ended) parent = parent.parent;
     for (let frame = parent; frame; frame = frame.parent) {
       while (frame.parent?.ended) frame.parent = frame.parent.parent;
     }
-    return new OwnerFrame(parent, holds, current);
+    return new OwnerFrame(parent, holds, current, this.registry, this.site);
   }
 
   /** Runs `fn` inside `frame` (from `open`); the caller ends the frame when the body settles. */
   runIn<T>(frame: OwnerFrame, fn: () => T): T {
-    return this.storage.run(frame, fn);
+    return chainStorage.run(frame, fn);
   }
 }

@@ -54,8 +54,12 @@ export class PermitRun implements RunnableLock {
     });
   }
 
+  /** The permits' hold: a wait inside the run holds it up (docs/deadlocks.md). */
   heldLocks(): readonly HeldLock[] {
-    return NO_HOLDS;
+    const permit = this.permit;
+    const { engine, keys } = this.semaphore;
+    const hold = permit && engine.holds.get(keys.base, permit.ownerId);
+    return hold ? [hold] : NO_HOLDS;
   }
 
   runContext(): LockRunContext {

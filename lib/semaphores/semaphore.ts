@@ -10,6 +10,7 @@ import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import { confirmHandOver } from '../runtime/hand-over';
 import { SemaphoreLimitError } from './semaphore-errors';
+import type { WaitTarget } from '../deadlocks/wait-node';
 
 const semaphoreScripts = {
   acquire: LuaScript.named('semaphore-acquire'),
@@ -304,6 +305,22 @@ class PermitRequest implements Contender<Permit | null> {
     return this.semaphore.name;
   }
 
+  /** What a wait for permits waits for, as the deadlock check sees it (docs/deadlocks.md). */
+  get waitTarget(): WaitTarget {
+    const { engine, semaphore, waiterId, take } = this;
+    return {
+      engine,
+      kind: 'semaphore',
+      name: semaphore.name,
+      lockKey: semaphore.keys.base,
+      ownerId: waiterId,
+      mode: 'permits',
+      need: take,
+      total: semaphore.permits,
+      crossProcess: true,
+    };
+  }
+
   get room(): WaitRoom {
     return this.engine.subscriber;
   }
@@ -352,6 +369,7 @@ class PermitRequest implements Contender<Permit | null> {
       grantedLeaseMs: grant.grantedLeaseMs,
     };
     const hold = engine.holds.acquired(semaphore.name, keys.base, waiterId, terms);
+    hold.permits = this.take;
     if (grant.grantedLeaseMs !== undefined) {
       const renewal = { script: semaphoreScripts.renew, keys: [keys.base, keys.leases], args: [leaseMs, waiterId] };
       confirmHandOver(engine, semaphore.name, hold, leaseMs, renewal);
