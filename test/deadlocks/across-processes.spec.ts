@@ -2,6 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { createLockApp } from '../support/lock-app';
 import { startRedis, TestRedis } from '../support/redis-server';
+import { waitFor } from '../support/wait-for';
 import {
   ChildParty,
   done,
@@ -73,6 +74,8 @@ describe('deadlocks: A->B / B->A across two processes', () => {
       // Where the other owner runs, when known, is the other process.
       const step = refusal.error.cycle?.[0];
       if (step?.instance) expect(step.instance.pid).toBe(one.pid);
+      // The wait-for records end with their waits (deleted, not left to expire).
+      await waitFor(async () => (await raw.keys('*waitfor*')).length === 0, { what: 'no wait-for record left', timeoutMs: 2_000 });
     } finally {
       await Promise.all([one.close(), two.close()]);
     }
@@ -103,4 +106,30 @@ describe('deadlocks: A->B / B->A across two processes', () => {
       await Promise.all([one.close(), two.close()]);
     }
   }, 90_000);
+
+  it('both waits close the cycle at about the same moment, 5 times: each time exactly one is refused and the other chain finishes', async () => {
+    const [one, two] = await Promise.all([
+      ChildParty.spawn('one', redis.url, { deadlockCheckAfter: CHECK_AFTER }),
+      ChildParty.spawn('two', redis.url, { deadlockCheckAfter: CHECK_AFTER }),
+    ]);
+    try {
+      for (let round = 0; round < 5; round++) {
+        const p = fresh();
+        const [a, b] = [`${p}:a`, `${p}:b`];
+        const [x, y] = [`X${round}`, `Y${round}`];
+        one.start({ id: x, steps: [{ kind: 'plain', name: a }, { kind: 'plain', name: b }], counterPrefix: p });
+        two.start({ id: y, steps: [{ kind: 'plain', name: b }, { kind: 'plain', name: a }], counterPrefix: p });
+        await Promise.all([held(one, x, 0), held(two, y, 0)]);
+        one.next(x, 1);
+        two.next(y, 1);
+        await Promise.all([done(one, x), done(two, y)]);
+        const ended = outcomes([one, two]);
+        const pair = [ended[x], ended[y]].sort();
+        expect({ round, pair }).toEqual({ round, pair: ['deadlock', 'ok'] });
+        await expectCountersExact(raw, p, [one, two], [a, b]);
+      }
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
+  }, 120_000);
 });

@@ -41,10 +41,10 @@ describe('deadlocks: A->B / B->A in one process', () => {
     await redis?.stop();
   });
 
-  async function abba(xApp: number, yApp: number) {
+  async function abba(xApp: number, yApp: number, apps: TestingModule[] = [app, other], boundMs = AT_ONCE_MS) {
     const p = fresh();
     const [a, b] = [`${p}:a`, `${p}:b`];
-    const party = new LocalParty('this', [app, other], raw);
+    const party = new LocalParty('this', apps, raw);
     party.start({ id: 'X', steps: [{ kind: 'plain', name: a, app: xApp }, { kind: 'plain', name: b, app: xApp }], counterPrefix: p });
     await held(party, 'X', 0);
     party.start({ id: 'Y', steps: [{ kind: 'plain', name: b, app: yApp }, { kind: 'plain', name: a, app: yApp }], counterPrefix: p });
@@ -66,7 +66,7 @@ describe('deadlocks: A->B / B->A in one process', () => {
       chainOwners: [yOwner],
     });
     expect(refusal.caught).toBe(false);
-    expect(refusal.at - closing.at).toBeLessThan(AT_ONCE_MS);
+    expect(refusal.at - closing.at).toBeLessThan(boundMs);
     // X goes on: Y's refusal ended Y's body, which released b; X then took it.
     expect(outcomes([party])).toEqual({ X: 'ok', Y: 'deadlock' });
     expect(party.events.filter((e) => e.ev === 'held').map((e) => `${e.chain}${(e as { step: number }).step}`)).toEqual(['X0', 'Y0', 'X1']);
@@ -121,5 +121,36 @@ describe('deadlocks: A->B / B->A in one process', () => {
     expect(error.name).toBe('LockDeadlockError');
     expect([...error.lockName].sort()).toEqual([a, b]);
     expect(error.cycle[0].lock).toBe(a);
+  }, 60_000);
+
+  it('two module instances of one process with the cross-process check on (300 ms): refused, at worst within its bound', async () => {
+    const apps = [
+      await createLockApp({ redis: redis.url, deadlockCheckAfter: 300 }),
+      await createLockApp({ redis: redis.url, deadlockCheckAfter: 300 }),
+    ];
+    try {
+      await abba(0, 1, apps, 10 * 300);
+    } finally {
+      for (const each of apps) await each.close();
+    }
+  }, 60_000);
+
+  it('both waits close the cycle in the same tick, 10 times: each time exactly one is refused and the other chain finishes', async () => {
+    const party = new LocalParty('this', [app], raw);
+    for (let round = 0; round < 10; round++) {
+      const p = fresh();
+      const [a, b] = [`${p}:a`, `${p}:b`];
+      const [x, y] = [`X${round}`, `Y${round}`];
+      party.start({ id: x, steps: [{ kind: 'plain', name: a }, { kind: 'plain', name: b }], counterPrefix: p });
+      party.start({ id: y, steps: [{ kind: 'plain', name: b }, { kind: 'plain', name: a }], counterPrefix: p });
+      await Promise.all([held(party, x, 0), held(party, y, 0)]);
+      party.next(x, 1);
+      party.next(y, 1);
+      await Promise.all([done(party, x), done(party, y)]);
+      const ended = outcomes([party]);
+      expect({ round, pair: [ended[x], ended[y]].sort() }).toEqual({ round, pair: ['deadlock', 'ok'] });
+      await expectCountersExact(raw, p, [party], [a, b]);
+    }
+    await party.close();
   }, 60_000);
 });
