@@ -283,6 +283,16 @@ export function expectTheOneDeadlock(parties: readonly Party[], expected: Expect
   });
   const refusal = found[0];
   const error = refusal.error;
+  if (process.env.DEADLOCK_TIMINGS) {
+    const began = allEvents(parties).find(
+      (event) => event.ev === 'waiting' && event.party === refusal.party && event.chain === refusal.chain && event.step === refusal.step,
+    );
+    const ends = allEvents(parties).filter((event) => event.ev === 'done').map((event) => event.at);
+    process.stderr.write(
+      `[deadlock timing] ${expected.refused}: refused ${began ? refusal.at - began.at : '?'} ms after its wait began; ` +
+        `last chain done ${Math.max(...ends) - refusal.at} ms after the refusal\n`,
+    );
+  }
   expect(error.isLockError).toBe(true);
   expect(error.statusCode).toBe(409);
   expect(error.extensions).toMatchObject({ code: 'CONFLICT', statusCode: 409 });
