@@ -8,7 +8,7 @@
 -- ARGV[3]  how long the record lives unless refreshed, in ms
 -- ARGV[4]  the wait's start on the server clock, ms; '' when not known yet: then now - ARGV[5]
 -- ARGV[5]  how long the wait has lasted, ms (when ARGV[4] is '')
--- Returns  the wait's start on the server clock, ms
+-- Returns  the wait's start on the server clock, ms (as digits)
 local recordsKey = KEYS[1]
 local field = ARGV[1]
 local record = ARGV[2]
@@ -16,8 +16,12 @@ local lifeMs = tonumber(ARGV[3])
 
 -- #include server-clock
 
-local start = tonumber(ARGV[4]) or (now - math.floor(tonumber(ARGV[5])))
-redis.call('hset', recordsKey, field, (now + lifeMs) .. ' ' .. start .. ' ' .. record)
+local start = tonumber(ARGV[4]) or (now - tonumber(ARGV[5]))
+-- Whole ms as digits, whatever the Lua's number type prints like.
+local function digits(ms)
+  return string.format('%.0f', math.floor(ms))
+end
+redis.call('hset', recordsKey, field, digits(now + lifeMs) .. ' ' .. digits(start) .. ' ' .. record)
 if redis.call('pttl', recordsKey) < lifeMs then
   redis.call('pexpire', recordsKey, lifeMs)
 end
@@ -31,4 +35,4 @@ if redis.call('hlen', recordsKey) > 8 then
     end
   end
 end
-return start
+return digits(start)

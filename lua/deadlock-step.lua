@@ -13,7 +13,7 @@
 --          '<deadline> <wait start> <record>'
 -- ARGV[1]  the lock's layout: 'lock', 'readWrite' or 'semaphore'
 -- ARGV[2]  the waiting owner (never its own blocker)
--- ARGV[3]  the wait's line entry ('' when it has none: it counts as behind every entry)
+-- ARGV[3]  the wait's line entry ('' when it has none: nobody counts as ahead of it)
 -- ARGV[4]  the wait's mode: 'exclusive', 'read', 'write' or 'permits'
 -- ARGV[5]  permits asked for (semaphore)
 -- ARGV[6]  how many line entries to look at, at most
@@ -54,12 +54,12 @@ if kind == 'lock' then
   end
 elseif kind == 'readWrite' then
   local writer = redis.call('hget', mainKey, 'writer')
-  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. now, '+inf')) do
+  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. string.format('%.0f', now), '+inf')) do
     addHolder(owner, owner == writer, 1)
   end
 else
   total = tonumber(redis.call('hget', mainKey, 'permits')) or 0
-  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. now, '+inf')) do
+  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. string.format('%.0f', now), '+inf')) do
     addHolder(owner, true, tonumber(redis.call('hget', mainKey, 'o:' .. owner)) or 0)
   end
 end
@@ -71,8 +71,12 @@ end
 local ahead = {}
 if mode == 'read' or mode == 'permits' then
   local entries = redis.call('lrange', lineKey, 0, lineBudget - 1)
+  local found = false
   for _, entry in ipairs(entries) do
-    if entry == myEntry then break end
+    if entry == myEntry then
+      found = true
+      break
+    end
     local deadline = tonumber(redis.call('zscore', deadlinesKey, entry))
     if deadline and deadline > now then
       if kind == 'semaphore' then
@@ -85,6 +89,11 @@ if mode == 'read' or mode == 'permits' then
         end
       end
     end
+  end
+  -- A wait whose entry is not in (the first part of) the line cannot tell who stands ahead of it:
+  -- nobody is counted (a missed edge is found later; an edge too many would refuse a live wait).
+  if not found then
+    ahead = {}
   end
 end
 

@@ -284,6 +284,7 @@ function deploymentOf(client: RedisClient): string | undefined {
     const nodes = (client as unknown as { startupNodes?: Array<{ host?: string; port?: number } | string> }).startupNodes ?? [];
     return `cluster:${nodes.map((node) => (typeof node === 'string' ? node : `${node.host}:${node.port}`)).sort().join(',')}`;
   }
+  if (!client.options) return undefined;
   const { host, port, db, path, sentinels, name } = client.options as {
     host?: string;
     port?: number;

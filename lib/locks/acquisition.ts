@@ -437,7 +437,8 @@ export class Acquisition<R> implements Sleeper {
     }
     if (this.lastSentJoined && node.lineSeq === undefined) {
       node.lineSeq = nextLineSeq();
-      node.lineEntry = this.lineEntry ?? contender.waiterId;
+      // The entry the attempt joined with (a first attempt joins before any seat is taken).
+      node.lineEntry = this.lineEntry ?? contender.lineEntry?.(this.requestId, this.leaseMs, this.join) ?? contender.waiterId;
     }
     const found = waitForGraph.findCycle(node);
     if (!found) return;

@@ -1,7 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockDeadlockError, LockService, ReadWriteLockService, SemaphoreService } from '../../lib';
-import { createLockApp } from '../support/lock-app';
-import { startRedis, TestRedis } from '../support/redis-server';
+import { ENGINES, type EngineHandle } from '../support/lock-contract';
 
 /** Resolves once `flag()` is true (polled): for ordering parties, never a sleep that hopes. */
 async function until(flag: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
@@ -12,21 +11,22 @@ async function until(flag: () => boolean | Promise<boolean>, ms = 10_000): Promi
   }
 }
 
-describe('deadlocks: the basic cycles (docs/deadlocks.md)', () => {
-  let redis: TestRedis;
+// One suite, run on Redis and on the testing kit (the kit finds the same cycles).
+for (const engine of ENGINES()) describe(`deadlocks: the basic cycles (docs/deadlocks.md), on ${engine.name}`, () => {
+  let started: EngineHandle;
   let app: TestingModule;
   let other: TestingModule;
   let locks: LockService;
   beforeAll(async () => {
-    redis = await startRedis();
-    app = await createLockApp({ redis: redis.url, deadlockCheckAfter: 200 });
-    other = await createLockApp({ redis: redis.url, deadlockCheckAfter: 200 });
+    started = await engine.start();
+    app = await started.createApp({ redis: started.url, deadlockCheckAfter: 200 });
+    other = await started.createApp({ redis: started.url, deadlockCheckAfter: 200 });
     locks = app.get(LockService);
   });
   afterAll(async () => {
     await app?.close();
     await other?.close();
-    await redis?.stop();
+    await started?.stop();
   });
 
   it('A->B / B->A in one process: one refused at once, the other finishes', async () => {
