@@ -34,7 +34,7 @@ export type {
 export type { LockKind, AcquireOutcome } from './metrics/lock-telemetry';
 export type { DistributedLockOptions, LockKey, LockMode, ModeLockOptions } from './decorators/distributed-lock.options';
 export { LockErrorFilter, lockErrorResponse } from './http/lock-error.filter';
-export type { BadLockNameResponseBody, LockedResponseBody, LockUnavailableResponseBody } from './http/lock-error.filter';
+export type { BadLockNameResponseBody, DeadlockResponseBody, LockedResponseBody, LockUnavailableResponseBody } from './http/lock-error.filter';
 export {
   LockError,
   LockTimeoutError,

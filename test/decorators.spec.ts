@@ -21,7 +21,17 @@ import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import type { Observable } from 'rxjs';
 import request from 'supertest';
-import { DistributedLock, FairLock, LockModule, LockService, LockShutdownError, LockTimeoutError, ReadLock, WriteLock } from '../lib';
+import {
+  DistributedLock,
+  FairLock,
+  LockDeadlockError,
+  LockModule,
+  LockService,
+  LockShutdownError,
+  LockTimeoutError,
+  ReadLock,
+  WriteLock,
+} from '../lib';
 import { released, waitUntil } from './support/lock-app';
 import { OverlapProbe } from './support/overlap-probe';
 import { startRedis, TestRedis } from './support/redis-server';
@@ -176,6 +186,16 @@ class ItemController {
   async missing(@Param('id') id: string): Promise<never> {
     throw new NotFoundException(`no item ${id}`);
   }
+
+  /** A body whose wait for `stock:<id>` closed a cycle (the error built by hand, as the engine builds it). */
+  @Get(':id/transfer')
+  @DistributedLock('item:#id')
+  async transfer(@Param('id') id: string): Promise<never> {
+    throw new LockDeadlockError([
+      { lock: `stock:${id}`, owner: 'c0ffee:2', instance: { host: 'api-1', pid: 4242 } },
+      { lock: `item:${id}`, owner: 'beef:1' },
+    ]);
+  }
 }
 
 describe('@DistributedLock', () => {
@@ -327,6 +347,18 @@ describe('@DistributedLock', () => {
         await holder.unlock();
       }
       expect((await request(first.getHttpServer()).get('/items/busy1/busy')).text).toBe('busy1');
+    });
+
+    it('answers 409 Conflict with a JSON body naming the cycle\'s locks when a wait is refused as a deadlock', async () => {
+      const res = await request(first.getHttpServer()).get('/items/d1/transfer');
+      expect(res.status).toBe(409);
+      expect(res.body).toEqual({
+        statusCode: 409,
+        error: 'Conflict',
+        message: expect.stringMatching(/^Deadlock: this call chain waits for "stock:d1" \(held by owner c0ffee:2 on api-1:4242\)/),
+        lockName: ['stock:d1', 'item:d1'],
+      });
+      await released(raw, 'lock:{item:d1}');
     });
 
     it('keeps pipes, guards, interceptors and other route metadata working', async () => {

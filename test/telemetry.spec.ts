@@ -15,6 +15,7 @@ import {
   DistributedLock,
   DistributedSemaphore,
   FairLockService,
+  LockDeadlockError,
   LockLostError,
   LockService,
   LockTimeoutError,
@@ -266,6 +267,76 @@ describe('OpenTelemetry metrics and spans', () => {
     for (const key of ['quota:1', 'quota:2', 'quota:3', 'quota:4', 'export:acme']) {
       expect(values.filter((v) => v.includes(key))).toEqual([]);
     }
+  });
+
+  /**
+   * The refusal built by hand on a lock's own acquisition (the detection is tested elsewhere): what
+   * the telemetry sees is the acquisition rejecting with it.
+   */
+  const refuseAsDeadlock = (lock: object, ...names: string[]) =>
+    jest
+      .spyOn(lock as { acquire: () => Promise<boolean> }, 'acquire')
+      .mockRejectedValueOnce(new LockDeadlockError(names.map((name, i) => ({ lock: name, owner: `c0ffee:${i + 1}` }))));
+
+  it('a wait refused as a deadlock: outcome deadlock, and a lock.deadlock event on its span without the names by default', async () => {
+    const lock = app.get(LockService).getLock('ledger:1');
+    refuseAsDeadlock(lock, 'ledger:2', 'ledger:1');
+    await expect(lock.tryLock({ waitTime: 1_000, metricName: 'ledger:#id' })).rejects.toBeInstanceOf(LockDeadlockError);
+
+    const data = await collected();
+    const template = { 'lock.key_template': 'ledger:#id' };
+    expect(sumOf(data.get('lock.acquisitions'), { ...template, 'lock.kind': 'reentrant', 'lock.outcome': 'deadlock' })).toBe(1);
+    expect(sumOf(data.get('lock.wait.duration'), { ...template, 'lock.outcome': 'deadlock' })).toBe(1);
+    expect(sumOf(data.get('lock.waiting'), template)).toBe(0);
+    const span = spanExporter.getFinishedSpans().find((s) => s.name === 'lock.acquire ledger:#id')!;
+    expect(span.attributes['lock.outcome']).toBe('deadlock');
+    expect(span.status).toMatchObject({ code: 2, message: 'LockDeadlockError' }); // SpanStatusCode.ERROR
+    expect(span.events.map((event) => [event.name, event.attributes])).toEqual([['lock.deadlock', { 'lock.deadlock.size': 2 }]]);
+    const values = [...span.events.flatMap((e) => Object.values(e.attributes ?? {})), ...Object.values(span.attributes)].map(String);
+    expect(values.filter((v) => v.includes('ledger:1') || v.includes('ledger:2'))).toEqual([]);
+  });
+
+  it('a real cycle in one process (A->B / B->A): the refused acquisition is counted deadlock, with its span event', async () => {
+    const locks = app.get(LockService);
+    let inA = false;
+    let inB = false;
+    const half = (first: string, second: string, mine: () => void, theirs: () => boolean) =>
+      locks.run(
+        first,
+        async () => {
+          mine();
+          await waitUntil(theirs);
+          await locks.run(second, () => undefined, { waitTime: 20_000, metricName: 'cycle:#id' });
+        },
+        { waitTime: 20_000, metricName: 'cycle:#id' },
+      );
+    const results = await Promise.allSettled([
+      half('cycle:a', 'cycle:b', () => (inA = true), () => inB),
+      half('cycle:b', 'cycle:a', () => (inB = true), () => inA),
+    ]);
+    expect(results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason)).toEqual([expect.any(LockDeadlockError)]);
+    const data = await collected();
+    expect(sumOf(data.get('lock.acquisitions'), { 'lock.key_template': 'cycle:#id', 'lock.outcome': 'deadlock' })).toBe(1);
+    const refused = spanExporter.getFinishedSpans().filter((s) => s.name === 'lock.acquire cycle:#id' && s.attributes['lock.outcome'] === 'deadlock');
+    expect(refused.map((s) => s.events.map((e) => [e.name, e.attributes]))).toEqual([[['lock.deadlock', { 'lock.deadlock.size': 2 }]]]);
+  });
+
+  it('with telemetryLockNames on, the lock.deadlock event names the cycle\'s locks in order', async () => {
+    const named = await createLockApp({ redis: redis.url, telemetryLockNames: true });
+    try {
+      const lock = named.get(LockService).getLock('ledger:3');
+      refuseAsDeadlock(lock, 'ledger:4', 'ledger:5', 'ledger:3');
+      await expect(lock.tryLock({ waitTime: 1_000, metricName: 'ledger:#id' })).rejects.toBeInstanceOf(LockDeadlockError);
+    } finally {
+      await named.close();
+    }
+    const span = spanExporter.getFinishedSpans().find((s) => s.attributes['lock.name'] === 'ledger:3')!;
+    expect(span.attributes['lock.outcome']).toBe('deadlock');
+    expect(span.events.map((event) => [event.name, event.attributes])).toEqual([
+      ['lock.deadlock', { 'lock.deadlock.size': 3, 'lock.deadlock.locks': ['ledger:4', 'ledger:5', 'ledger:3'] }],
+    ]);
+    const points = (await collected()).get('lock.acquisitions')!;
+    expect(points.some((p) => p.attributes['lock.name'] === 'ledger:3' && p.attributes['lock.outcome'] === 'deadlock')).toBe(true);
   });
 
   it('records the concrete name only when telemetryLockNames is on', async () => {

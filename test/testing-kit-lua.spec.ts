@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { InMemoryRedis } from '../lib/testing/in-memory-redis';
 import { luaNumberArg } from '../lib/testing/lua-runner';
+import { startRedis, type TestRedis } from './support/redis-server';
 
 /**
  * The kit runs Redis's Lua 5.1 scripts on fengari's Lua 5.3: the edges behave as Redis's (the
@@ -46,6 +47,52 @@ describe('testing kit: Lua as Redis runs it', () => {
     expect(evaluate("return { unpack({ 'a', 'b' }) }")).toEqual(['a', 'b']);
   });
 
+  it('numbers become strings as in 5.1: tostring and .. write an integral number without 5.3\'s ".0"', () => {
+    expect(evaluate("return { tostring(tonumber('3')), 'w:' .. tonumber('7'), tostring(tonumber('5') - tonumber('2')), tostring(1.5), tostring(-2.0) }")).toEqual([
+      '3',
+      'w:7',
+      '3',
+      '1.5',
+      '-2',
+    ]);
+    expect(evaluate("local t = redis.call('time') return tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))")).toMatch(/^\d{13}$/);
+  });
+
+  it("string.format's %d and %i take any number and truncate it, as 5.1's (5.3 on fengari wrote NaN past 32 bits)", () => {
+    expect(evaluate("return { string.format('%d', tonumber('1700000000000')), string.format('%06d', tonumber('42')), string.format('%d|%i', 3.7, -3.7) }")).toEqual([
+      '1700000000000',
+      '000042',
+      '3|-3',
+    ]);
+    expect(evaluate("return string.format('%s %% %.0f %d', 'a', 2.0, 9)")).toBe('a % 2 9');
+  });
+
+  it('HMGET answers each field in order, a missing one (or a missing key) as nil, and WRONGTYPE on another type', () => {
+    server.execute('hset', ['rec', 'a', '1', 'b', '2']);
+    expect(server.execute('hmget', ['rec', 'b', 'missing', 'a'])).toEqual(['2', null, '1']);
+    expect(server.execute('hmget', ['no-such-hash', 'a', 'b'])).toEqual([null, null]);
+    expect(evaluate("local r = redis.call('hmget', 'rec', 'a', 'missing') return { #r, tostring(r[2]) }")).toEqual([2, 'false']);
+    server.execute('set', ['plain', 'x']);
+    expect(() => server.execute('hmget', ['plain', 'a'])).toThrow(/^WRONGTYPE/);
+  });
+
+  it('PEXPIRE takes Redis 7\'s NX, XX, GT and LT; ZRANGE takes REV and refuses what the kit does not answer', () => {
+    server.execute('hset', ['ttl', 'f', 'v']);
+    expect(server.execute('pexpire', ['ttl', '5000', 'XX'])).toBe(0); // no expiry yet
+    expect(server.execute('pexpire', ['ttl', '5000', 'GT'])).toBe(0); // none is infinite
+    expect(server.execute('pexpire', ['ttl', '5000', 'NX'])).toBe(1);
+    expect(server.execute('pexpire', ['ttl', '9000', 'NX'])).toBe(0);
+    expect(server.execute('pexpire', ['ttl', '9000', 'LT'])).toBe(0);
+    expect(server.execute('pexpire', ['ttl', '2000', 'lt'])).toBe(1);
+    expect(server.execute('pttl', ['ttl'])).toBeLessThanOrEqual(2000);
+    expect(() => server.execute('pexpire', ['ttl', '1', 'NX', 'GT'])).toThrow('not compatible');
+    expect(() => server.execute('pexpire', ['ttl', '1', 'GT', 'LT'])).toThrow('not compatible');
+    server.execute('zadd', ['ranks', '1', 'a', '2', 'b', '3', 'c']);
+    expect(server.execute('zrange', ['ranks', '0', '1', 'REV', 'WITHSCORES'])).toEqual(['c', '3', 'b', '2']);
+    expect(() => server.execute('zrange', ['ranks', '0', '1', 'BYSCORE'])).toThrow(/does not support BYSCORE/);
+    expect(() => server.execute('zrange', ['ranks', '0', '1', 'bogus'])).toThrow(/syntax error/);
+  });
+
   it('EVALSHA answers NOSCRIPT until the script was sent once with EVAL; SCRIPT FLUSH forgets it', () => {
     const source = "return 'cached'";
     const sha = createHash('sha1').update(source).digest('hex');
@@ -72,5 +119,84 @@ describe('testing kit: Lua as Redis runs it', () => {
     } finally {
       jest.useRealTimers();
     }
+  });
+});
+
+/**
+ * The commands of the deadlock scripts (wait-for records beside a held lock, read with the lock's
+ * hash, line and leases: HGETALL, HSET, HDEL, PEXPIRE, PTTL, LRANGE, ZSCORE, ZRANGE WITHSCORES,
+ * HMGET, TIME), in one script shaped like them, answer the same on Redis 7 and in the kit.
+ */
+describe('testing kit: the deadlock scripts\' commands answer as on Redis', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  const script = `
+    local held, waitfor, line, leases = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+    local out = {}
+    local function put(v) out[#out + 1] = v end
+    local t = redis.call('time')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    put(type(t[1]) .. ' ' .. type(t[2]) .. ' ' .. tostring(string.len(tostring(now))) .. ' ' .. tostring(string.find(now .. '', '.', 1, true)))
+    put(string.format('%d', now) == tostring(now) and 'same' or 'differs')
+    redis.call('hset', held, 'o1', 1)
+    put(redis.call('hset', waitfor, 'o1 w1', 'lock:{b} reentrant e7 - 1 ' .. tonumber(ARGV[1]), 'o1 w2', 'lock:{c} read - r 1 ' .. tonumber(ARGV[1]) + 5))
+    put(redis.call('hset', waitfor, 'o1 w1', 'again'))
+    put(redis.call('hgetall', waitfor))
+    local got = redis.call('hmget', waitfor, 'o1 w2', 'o9 w9', 'o1 w1')
+    put({ got[1], tostring(got[2]), got[3] })
+    put(redis.call('pttl', waitfor))
+    put(redis.call('pexpire', waitfor, 3000))
+    local ttl = redis.call('pttl', waitfor)
+    put(ttl > 2900 and ttl <= 3000 and 'ttl ok' or tostring(ttl))
+    put(redis.call('pexpire', waitfor, 9000, 'NX'))
+    put(redis.call('pexpire', waitfor, 9000, 'GT'))
+    put(redis.call('pexpire', waitfor, 1000, 'GT'))
+    put(redis.call('pexpire', 'missing', 1000))
+    put(redis.call('pttl', 'missing'))
+    redis.call('rpush', line, 'e1', 'e2', 'e3')
+    put(redis.call('lrange', line, 0, -1))
+    put(redis.call('lrange', line, 1, 1))
+    put(redis.call('lrange', line, -2, -1))
+    put(#redis.call('lrange', line, 5, 10))
+    put(#redis.call('lrange', 'missing', 0, -1))
+    redis.call('zadd', leases, 1700000000000, 'o1', 2.5, 'o2')
+    put(redis.call('zscore', leases, 'o1'))
+    put(redis.call('zscore', leases, 'o2'))
+    put(tostring(redis.call('zscore', leases, 'o9')))
+    put(tostring(tonumber(redis.call('zscore', leases, 'o1'))) .. ' ' .. string.format('%d', tonumber(redis.call('zscore', leases, 'o1'))))
+    put(redis.call('zrange', leases, 0, -1, 'withscores'))
+    put(redis.call('zrange', leases, -1, -1, 'WITHSCORES'))
+    put(redis.call('zrange', leases, 0, 0, 'rev', 'withscores'))
+    put(redis.call('hdel', waitfor, 'o1 w1', 'o9 w9'))
+    put(redis.call('hdel', waitfor, 'o1 w2'))
+    put(redis.call('exists', waitfor))
+    put(redis.call('hgetall', waitfor))
+    return out
+  `;
+  const keys = ['lock:{a}', 'lock:{a}:waitfor', 'lock:{a}:line', 'lock:{a}:leases'];
+
+  it('one script over a wait-for record, a line and leases gives the same answer', async () => {
+    const raw = redis.client();
+    let onRedis: unknown;
+    try {
+      onRedis = await raw.eval(script, keys.length, ...keys, '1712345678901');
+    } finally {
+      raw.disconnect();
+    }
+    const inKit = new InMemoryRedis().execute('eval', [script, String(keys.length), ...keys, '1712345678901']);
+    expect(inKit).toEqual(onRedis);
+    expect((onRedis as unknown[])[0]).toBe('string string 13 nil');
+    expect((onRedis as unknown[])[4]).toEqual([
+      'o1 w1',
+      'again',
+      'o1 w2',
+      'lock:{c} read - r 1 1712345678906',
+    ]);
   });
 });

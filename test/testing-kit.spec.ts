@@ -4,6 +4,7 @@ import request from 'supertest';
 import {
   DistributedLock,
   FairLockService,
+  LockDeadlockError,
   LockLostError,
   LockModule,
   LockService,
@@ -16,6 +17,7 @@ import { LockTestingControls, LockTestingModule } from '../lib/testing';
 import { leaseDriftMs } from '../lib/runtime/held-locks';
 import { LockEngine } from '../lib/runtime/lock-engine';
 import { deferred, waitUntil } from './support/lock-app';
+import { kitEngine, type EngineHandle } from './support/lock-contract';
 
 /** The kind of service an app unit-tests: a decorated method, and a long job that watches its signal. */
 @Injectable()
@@ -221,6 +223,16 @@ describe('testing kit: controls', () => {
     expect(controls.acquisitions).toEqual([]);
   });
 
+  it('acquisitions: a wait refused as a deadlock is recorded with outcome deadlock', async () => {
+    const lock = moduleRef.get(LockService).getLock('h');
+    // The refusal built by hand on the lock's own acquisition (the detection is tested elsewhere).
+    jest
+      .spyOn(lock as unknown as { acquire: () => Promise<boolean> }, 'acquire')
+      .mockRejectedValueOnce(new LockDeadlockError([{ lock: 'i', owner: 'c0ffee:1' }, { lock: 'h', owner: 'beef:1' }]));
+    await expect(lock.tryLock({ waitTime: 1_000 })).rejects.toBeInstanceOf(LockDeadlockError);
+    expect(controls.acquisitions.map(({ name, kind, outcome }) => `${name} ${kind} ${outcome}`)).toEqual(['h reentrant deadlock']);
+  });
+
   it('inspect and current() work as with Redis', async () => {
     const locks = moduleRef.get(LockService);
     const info = await locks.run('seen', async () => {
@@ -350,5 +362,91 @@ describe('testing kit: NODE_ENV=production', () => {
       warn.mockRestore();
       process.env.NODE_ENV = previous;
     }
+  });
+});
+
+/**
+ * The kit finds the same deadlocks (docs/deadlocks.md#the-testing-kit): the same engine, and the
+ * deadlock scripts run on its in-memory Redis. Across processes: two module instances sharing the
+ * kit's simulated network, as the contract suite shares it.
+ */
+describe('testing kit: deadlocks', () => {
+  const CHECK_AFTER = 200;
+  let engine: EngineHandle;
+  let app: TestingModule;
+  let other: TestingModule;
+
+  beforeAll(async () => {
+    engine = await kitEngine.start();
+    app = await engine.createApp({ redis: engine.url, deadlockCheckAfter: CHECK_AFTER });
+    other = await engine.createApp({ redis: engine.url, deadlockCheckAfter: CHECK_AFTER });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await other?.close();
+  });
+
+  /** Takes `first`, then (once the other party holds its own) `second`: one half of a cycle. */
+  function half(locks: LockService, first: string, second: string, inside: { mine: boolean; theirs: () => boolean }) {
+    return locks.run(
+      first,
+      async () => {
+        inside.mine = true;
+        await waitUntil(inside.theirs);
+        return locks.run(second, async () => `${first} then ${second}`, { waitTime: 20_000 });
+      },
+      { waitTime: 20_000 },
+    );
+  }
+
+  async function oneRefused(parties: Array<Promise<string>>): Promise<{ error: LockDeadlockError; survivor: string }> {
+    const results = await Promise.allSettled(parties);
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    const done = results.filter((r): r is PromiseFulfilledResult<string> => r.status === 'fulfilled');
+    expect(refused).toHaveLength(1);
+    expect(done).toHaveLength(1);
+    expect(refused[0].reason).toBeInstanceOf(LockDeadlockError);
+    return { error: refused[0].reason as LockDeadlockError, survivor: done[0].value };
+  }
+
+  it('A->B / B->A in one process: one wait refused at once naming both locks, the other finishes', async () => {
+    const locks = app.get(LockService);
+    const one = { mine: false, theirs: () => two.mine };
+    const two = { mine: false, theirs: () => one.mine };
+    const started = Date.now();
+    const { error } = await oneRefused([half(locks, 'kit-a', 'kit-b', one), half(locks, 'kit-b', 'kit-a', two)]);
+    expect(Date.now() - started).toBeLessThan(CHECK_AFTER); // in one process: at once, not after the check
+    expect([...error.lockName].sort()).toEqual(['kit-a', 'kit-b']);
+    expect(error.message).toMatch(/^Deadlock: /);
+  });
+
+  it('A->B / B->A across two module instances: refused within 1.5 x deadlockCheckAfter (plus the steps), the other finishes', async () => {
+    const one = { mine: false, theirs: () => two.mine };
+    const two = { mine: false, theirs: () => one.mine };
+    const started = Date.now();
+    const { error } = await oneRefused([
+      half(app.get(LockService), 'kit-x', 'kit-y', one),
+      half(other.get(LockService), 'kit-y', 'kit-x', two),
+    ]);
+    expect(Date.now() - started).toBeLessThan(1.5 * CHECK_AFTER + 1_000);
+    expect([...error.lockName].sort()).toEqual(['kit-x', 'kit-y']);
+    expect(error.cycle.every((step) => typeof step.owner === 'string' && step.owner.length > 0)).toBe(true);
+  });
+
+  it('the nested read behind a writer in line is refused, and the writer then gets the lock', async () => {
+    const rw = app.get(ReadWriteLockService);
+    const field = rw.getReadWriteLock('kit-doc'); // made outside the body: another owner
+    const writerLock = rw.getReadWriteLock('kit-doc');
+    let reading = false;
+    const outer = rw.runRead('kit-doc', async () => {
+      reading = true;
+      await waitUntil(async () => ((await rw.inspect('kit-doc')).waiters?.length ?? 0) > 0);
+      await field.readLock().tryLock({ waitTime: 20_000 });
+    });
+    await waitUntil(() => reading);
+    const writer = writerLock.writeLock().tryLock({ waitTime: 20_000 });
+    await expect(outer).rejects.toBeInstanceOf(LockDeadlockError);
+    expect(await writer).toBe(true);
+    await writerLock.writeLock().unlock();
   });
 });

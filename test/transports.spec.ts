@@ -7,7 +7,16 @@ import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websock
 import { firstValueFrom } from 'rxjs';
 import request from 'supertest';
 import WebSocket from 'ws';
-import { DistributedLock, LockErrorFilter, LockModule, LockService, LockTimeoutError, LockUnavailableError } from '../lib';
+import {
+  DistributedLock,
+  LockDeadlockError,
+  LockErrorFilter,
+  lockErrorResponse,
+  LockModule,
+  LockService,
+  LockTimeoutError,
+  LockUnavailableError,
+} from '../lib';
 import { completion, spawnFixture } from './support/child-process';
 import { deferred, waitUntil } from './support/lock-app';
 import { freePort, startRedis, type TestRedis } from './support/redis-server';
@@ -17,6 +26,22 @@ import { ReportResolver } from './support/report-resolver';
 /** Holds each report's lock until the test lets it go. */
 let reportGate = deferred();
 
+/**
+ * What a body sees when its wait for `${prefix}-b:1` closed a cycle with `${prefix}-a:1` (built by
+ * hand: the transports only carry the error).
+ */
+const deadlock = (prefix: string) =>
+  new LockDeadlockError([
+    { lock: `${prefix}-b:1`, owner: 'c0ffee:2', instance: { host: 'api-1', pid: 4242 } },
+    { lock: `${prefix}-a:1`, owner: 'beef:1' },
+  ]);
+
+/** The message of `deadlock(prefix)`. */
+const deadlockMessage = (prefix: string) =>
+  `Deadlock: this call chain waits for "${prefix}-b:1" (held by owner c0ffee:2 on api-1:4242), which waits for "${prefix}-a:1" ` +
+  `(held by this call chain). The wait for "${prefix}-b:1" was refused so the others can go on; ` +
+  `take "${prefix}-b:1" and "${prefix}-a:1" in one order everywhere, or as one multi-lock`;
+
 @Controller()
 class ReportsController {
   @MessagePattern('report')
@@ -24,6 +49,12 @@ class ReportsController {
   async report(@Payload() data: { id: string }) {
     await reportGate.promise;
     return `report ${data.id}`;
+  }
+
+  @MessagePattern('transfer')
+  @DistributedLock('rpc-a:#data.id')
+  async transfer(@Payload() data: { id: string }): Promise<never> {
+    throw deadlock('rpc');
   }
 }
 
@@ -35,6 +66,12 @@ class ReportsGateway {
   @DistributedLock('ws-report:#data.id', { waitTime: 0 })
   async report(@MessageBody() data: { id: string }) {
     return { event: 'report', data: `report ${data.id}` };
+  }
+
+  @SubscribeMessage('transfer')
+  @DistributedLock('ws-a:#data.id')
+  async transfer(@MessageBody() data: { id: string }): Promise<never> {
+    throw deadlock('ws');
   }
 }
 
@@ -90,6 +127,17 @@ describe('lock errors outside HTTP', () => {
         waitTime: 0,
       });
     });
+
+    it('a call refused as a deadlock gets 409 Conflict with the cycle\'s lock names, and its lock is released', async () => {
+      const refused = await firstValueFrom(client.send('transfer', { id: '1' })).catch((error: unknown) => error);
+      expect(refused).toEqual({ statusCode: 409, error: 'Conflict', message: deadlockMessage('rpc'), lockName: ['rpc-b:1', 'rpc-a:1'] });
+      const raw = redis.client();
+      try {
+        expect(await raw.exists('lock:{rpc-a:1}')).toBe(0);
+      } finally {
+        raw.disconnect();
+      }
+    });
   });
 
   describe('@nestjs/graphql with Apollo', () => {
@@ -120,19 +168,34 @@ describe('lock errors outside HTTP', () => {
       const answered = await request(app.getHttpServer()).post('/graphql').send({ query: '{ report(id: "9") }' });
       expect(answered.body).toEqual({ data: { report: 'report 9' } });
     });
+
+    it('a resolver refused as a deadlock answers extensions.code CONFLICT (409) with the cycle\'s lock names', async () => {
+      const response = await request(app.getHttpServer()).post('/graphql').send({ query: '{ transfer(id: "1") }' });
+      expect(response.body.data).toBeNull();
+      expect(response.body.errors).toHaveLength(1);
+      expect(response.body.errors[0]).toMatchObject({
+        message: deadlockMessage('gql'),
+        extensions: { code: 'CONFLICT', statusCode: 409, lockName: ['gql-b:1', 'gql-a:1'] },
+      });
+    });
   });
 
   // Mercurius loads an ESM-only package (through @fastify/static) that Jest's module loader cannot
   // require; the app runs in a child process under plain Node instead (test/fixtures/mercurius-app.ts).
   it('@nestjs/graphql with Mercurius (Fastify): a locked resolver answers a GraphQL error with extensions.code LOCKED', async () => {
     const output = await completion(spawnFixture('mercurius-app', [redis.url]));
-    const { whileHeld, whenFree } = JSON.parse(output.trim().split('\n').pop()!);
+    const { whileHeld, whenFree, deadlocked } = JSON.parse(output.trim().split('\n').pop()!);
     expect(whileHeld.errors).toHaveLength(1);
     expect(whileHeld.errors[0]).toMatchObject({
       message: 'Lock "gql-report:m" was not acquired within 0 ms',
       extensions: { code: 'LOCKED', statusCode: 423, lockName: 'gql-report:m' },
     });
     expect(whenFree).toEqual({ data: { report: 'report m' } });
+    expect(deadlocked.errors).toHaveLength(1);
+    expect(deadlocked.errors[0]).toMatchObject({
+      message: deadlockMessage('gql'),
+      extensions: { code: 'CONFLICT', statusCode: 409, lockName: ['gql-b:1', 'gql-a:1'] },
+    });
   }, 60_000);
 
   describe('WebSocket gateway (@nestjs/platform-ws)', () => {
@@ -179,6 +242,20 @@ describe('lock errors outside HTTP', () => {
         { event: 'report', data: 'report 1' },
       ]);
     });
+
+    it('a message refused as a deadlock receives an exception event with the 409 body', async () => {
+      const socket = new WebSocket(url);
+      const messages: Array<{ event: string; data: unknown }> = [];
+      socket.on('message', (message) => messages.push(JSON.parse(String(message))));
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      socket.send(JSON.stringify({ event: 'transfer', data: { id: '1' } }));
+      await waitUntil(() => messages.length === 1, 10_000);
+      socket.close();
+      expect(messages).toEqual([
+        { event: 'exception', data: { statusCode: 409, error: 'Conflict', message: deadlockMessage('ws'), lockName: ['ws-b:1', 'ws-a:1'] } },
+      ]);
+      expect(await app.get(LockService).getLock('ws-a:1').isLocked()).toBe(false);
+    });
   });
 
   describe('LockErrorFilter for socket.io clients', () => {
@@ -190,6 +267,7 @@ describe('lock errors outside HTTP', () => {
       const emit = jest.fn();
       filter.catch(new LockTimeoutError('room:1', 50), wsHost(emit));
       filter.catch(new LockUnavailableError('room:2', new Error('connect ECONNREFUSED')), wsHost(emit));
+      filter.catch(deadlock('room'), wsHost(emit));
       expect(emit.mock.calls).toEqual([
         ['exception', { statusCode: 423, error: 'Locked', message: 'Lock "room:1" was not acquired within 50 ms', lockName: 'room:1', waitTime: 50 }],
         [
@@ -201,12 +279,28 @@ describe('lock errors outside HTTP', () => {
             lockName: 'room:2',
           },
         ],
+        ['exception', { statusCode: 409, error: 'Conflict', message: deadlockMessage('room'), lockName: ['room-b:1', 'room-a:1'] }],
       ]);
     });
   });
 
-  it('both error classes carry extensions for GraphQL servers', () => {
+  it('the error classes carry extensions for GraphQL servers', () => {
     expect(new LockTimeoutError(['a', 'b'], 10).extensions).toEqual({ code: 'LOCKED', statusCode: 423, lockName: ['a', 'b'] });
     expect(new LockUnavailableError('a', new Error('down')).extensions).toEqual({ code: 'SERVICE_UNAVAILABLE', statusCode: 503, lockName: 'a' });
+    expect(deadlock('x').extensions).toEqual({ code: 'CONFLICT', statusCode: 409, lockName: ['x-b:1', 'x-a:1'] });
+  });
+
+  it('a deadlock body and its extensions cut each name to 200 characters, as for the other lock errors', () => {
+    const long = `${'n'.repeat(300)}`;
+    const error = new LockDeadlockError([
+      { lock: long, owner: 'c0ffee:2' },
+      { lock: 'short', owner: 'beef:1' },
+    ]);
+    expect(lockErrorResponse(error)).toEqual({
+      status: 409,
+      body: { statusCode: 409, error: 'Conflict', message: error.message, lockName: ['n'.repeat(200), 'short'] },
+      headers: {},
+    });
+    expect(error.extensions.lockName).toEqual(['n'.repeat(200), 'short']);
   });
 });

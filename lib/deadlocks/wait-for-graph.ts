@@ -1,7 +1,7 @@
 import type { DeadlockStep } from '../errors';
 import type { HeldLock } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
-import { stillHeld, type ChainHold, type WaitNode } from './wait-node';
+import { keptByWatchdog, stillHeld, type ChainHold, type WaitNode } from './wait-node';
 
 /** How many waits ahead of a semaphore or read wait in this process are looked at (more: not seen here). */
 const AHEAD_LOOKED_AT = 64;
@@ -110,7 +110,7 @@ export class WaitForGraph {
     const found: Blocker[] = [];
     const taken = new Set<HeldLock>();
     const add = (hold: HeldLock, via: WaitNode | undefined): void => {
-      if (taken.has(hold) || hold.ownerId === ownerId) return;
+      if (taken.has(hold) || hold.ownerId === ownerId || !keptByWatchdog(hold)) return;
       taken.add(hold);
       found.push({ hold, via });
     };

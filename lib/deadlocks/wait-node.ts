@@ -42,8 +42,15 @@ export interface ChainHold {
   readonly frame: OwnerFrame | undefined;
 }
 
+/**
+ * Whether a hold can keep a wait waiting for ever: the watchdog keeps it. A hold taken with a
+ * `leaseTime` ends by itself when its lease does, so a wait for it ends too: never an edge.
+ */
+export const keptByWatchdog = (hold: HeldLock): boolean => hold.renewedHolds > 0;
+
 /** Whether `entry` still holds up its chain: its body runs and its hold is the registry's current one. */
-export const stillHeld = (entry: ChainHold): boolean => !entry.frame?.ended && entry.registry.isCurrent(entry.hold);
+export const stillHeld = (entry: ChainHold): boolean =>
+  !entry.frame?.ended && entry.registry.isCurrent(entry.hold) && keptByWatchdog(entry.hold);
 
 let nextWaitSeq = 0;
 
@@ -100,11 +107,11 @@ export function chainHolds(frame: OwnerFrame | undefined, alsoWaiting: readonly 
   for (let f = frame; f; f = f.parent) {
     if (f.ended) continue;
     for (const hold of f.holds) {
-      if (f.registry.isCurrent(hold)) chain.push({ hold, registry: f.registry, engine: f.site as LockEngine, frame: f });
+      if (f.registry.isCurrent(hold) && keptByWatchdog(hold)) chain.push({ hold, registry: f.registry, engine: f.site as LockEngine, frame: f });
     }
   }
   for (const hold of alsoWaiting ?? []) {
-    if (owner.holds.isCurrent(hold)) chain.push({ hold, registry: owner.holds, engine: owner, frame: undefined });
+    if (owner.holds.isCurrent(hold) && keptByWatchdog(hold)) chain.push({ hold, registry: owner.holds, engine: owner, frame: undefined });
   }
   return chain;
 }

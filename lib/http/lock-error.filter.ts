@@ -4,19 +4,22 @@ import { throwError } from 'rxjs';
 import {
   InvalidLockNameError,
   KeyTemplateError,
+  LockDeadlockError,
   LockNamePatternError,
   LockNameTooLongError,
   LockTimeoutError,
   LockUnavailableError,
   shortLockName,
 } from '../errors';
+import { shortName } from '../lock.messages';
 
 /**
- * The lock errors the filter answers: contention (423), Redis unusable (503), an unusable name or
- * `list()` pattern (400).
+ * The lock errors the filter answers: contention (423), a wait refused as a deadlock (409), Redis
+ * unusable (503), an unusable name or `list()` pattern (400).
  */
 export type AnsweredLockError =
   | LockTimeoutError
+  | LockDeadlockError
   | LockUnavailableError
   | KeyTemplateError
   | LockNameTooLongError
@@ -35,6 +38,17 @@ export interface LockedResponseBody {
   message: string;
   lockName: string | readonly string[];
   waitTime: number;
+}
+
+/**
+ * The JSON body of a 409 answer: a wait refused because it closed a deadlock (docs/deadlocks.md).
+ * `lockName` lists the cycle's locks in order, each once (always an array, even for one lock).
+ */
+export interface DeadlockResponseBody {
+  statusCode: 409;
+  error: 'Conflict';
+  message: string;
+  lockName: readonly string[];
 }
 
 /** The JSON body of a 503 answer (it comes with a `Retry-After` header). */
@@ -59,7 +73,7 @@ export interface BadLockNameResponseBody {
 /** The HTTP answer for a lock error: status, body and headers. Names in bodies are cut to 200 characters. */
 export function lockErrorResponse(error: AnsweredLockError): {
   status: number;
-  body: LockedResponseBody | LockUnavailableResponseBody | BadLockNameResponseBody;
+  body: LockedResponseBody | DeadlockResponseBody | LockUnavailableResponseBody | BadLockNameResponseBody;
   headers: Record<string, string>;
 } {
   if (isBadRequest(error)) {
@@ -67,6 +81,13 @@ export function lockErrorResponse(error: AnsweredLockError): {
     return {
       status: HttpStatus.BAD_REQUEST,
       body: { statusCode: 400, error: 'Bad Request', message: error.message, ...(parameter === undefined ? {} : { parameter }) },
+      headers: {},
+    };
+  }
+  if (error instanceof LockDeadlockError) {
+    return {
+      status: HttpStatus.CONFLICT,
+      body: { statusCode: 409, error: 'Conflict', message: error.message, lockName: error.lockName.map(shortName) },
       headers: {},
     };
   }
@@ -109,7 +130,8 @@ function sendWsException(client: WsClient, body: unknown): void {
 
 /**
  * Registered by LockModule for the whole application. In an HTTP request, a lock not acquired
- * within its `waitTime` (decorated method or `run`) answers 423 Locked, and Redis being unreachable
+ * within its `waitTime` (decorated method or `run`) answers 423 Locked, a wait refused as a deadlock
+ * (`LockDeadlockError`) answers 409 Conflict, and Redis being unreachable
  * answers 503 Service Unavailable with a `Retry-After` header; both with a JSON body naming the
  * lock, never 500. A key template value, a name or a `list({ match })` pattern the library cannot use
  * (`KeyTemplateError`, `LockNameTooLongError`, `InvalidLockNameError`, `LockNamePatternError`) answers
@@ -117,10 +139,10 @@ function sendWsException(client: WsClient, body: unknown): void {
  * the same body: an RPC caller (@nestjs/microservices) as the error of its call, a WebSocket client
  * as an `exception` event (socket.io and `ws` alike; Nest applies no app-wide filter to gateways, so
  * a gateway names this one in `@UseFilters`). Anything else (GraphQL, plain providers) sees the error rethrown as if no
- * filter existed: GraphQL servers answer its `extensions.code` (`LOCKED`, `SERVICE_UNAVAILABLE`,
- * `BAD_REQUEST`).
+ * filter existed: GraphQL servers answer its `extensions.code` (`LOCKED`, `CONFLICT`,
+ * `SERVICE_UNAVAILABLE`, `BAD_REQUEST`).
  */
-@Catch(LockTimeoutError, LockUnavailableError, ...BAD_REQUEST_ERRORS)
+@Catch(LockTimeoutError, LockDeadlockError, LockUnavailableError, ...BAD_REQUEST_ERRORS)
 export class LockErrorFilter implements ExceptionFilter<AnsweredLockError> {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 

@@ -1,8 +1,10 @@
-import { LockShutdownError, LockUnavailableError } from '../errors';
+import { LockDeadlockError, LockShutdownError, LockUnavailableError } from '../errors';
 
 // The few shapes of `@opentelemetry/api` used here, declared locally: the API is an optional peer
 // dependency, so the library's type declarations must not import it.
 type Attributes = Record<string, string | number | boolean>;
+/** A span event's attributes: OpenTelemetry also takes arrays of strings. */
+type EventAttributes = Record<string, string | number | boolean | string[]>;
 interface Counter {
   add(value: number, attributes?: Attributes): void;
 }
@@ -18,6 +20,7 @@ interface Meter {
 interface Span {
   setAttribute(key: string, value: string | number | boolean): unknown;
   setStatus(status: { code: number; message?: string }): unknown;
+  addEvent(name: string, attributes?: EventAttributes): unknown;
   end(): void;
 }
 interface Tracer {
@@ -33,8 +36,11 @@ interface OtelApi {
 
 /** The `lock.kind` attribute. */
 export type LockKind = 'reentrant' | 'fair' | 'read' | 'write' | 'multi' | 'redlock' | 'semaphore';
-/** The `lock.outcome` attribute of `lock.acquisitions` and `lock.wait.duration`. */
-export type AcquireOutcome = 'acquired' | 'timeout' | 'unavailable' | 'cancelled' | 'skipped';
+/**
+ * The `lock.outcome` attribute of `lock.acquisitions` and `lock.wait.duration`. `deadlock`: the wait
+ * was refused because it closed a cycle (`LockDeadlockError`, docs/deadlocks.md).
+ */
+export type AcquireOutcome = 'acquired' | 'timeout' | 'unavailable' | 'cancelled' | 'skipped' | 'deadlock';
 
 /** `lock.key_template` when the caller gave none (no decorator template, no `metricName`). */
 export const NO_TEMPLATE = '(none)';
@@ -146,6 +152,17 @@ export class LockTelemetry {
     return attributes;
   }
 
+  /**
+   * The `lock.deadlock` span event's attributes: `lock.deadlock.size` (how many locks the cycle
+   * has) always, and the cycle's names in order (`lock.deadlock.locks`) only when
+   * `telemetryLockNames` is on, like `lock.name` (a name may carry an order id or a user's input).
+   */
+  deadlockEventAttributes(error: LockDeadlockError): EventAttributes {
+    const attributes: EventAttributes = { 'lock.deadlock.size': error.lockName.length };
+    if (this.lockNames) attributes['lock.deadlock.locks'] = [...error.lockName];
+    return attributes;
+  }
+
   holdTelemetry(kind: LockKind, name: string, options: AcquisitionOptions | undefined): HoldTelemetry {
     return new HoldTelemetry(this, this.attributes(kind, name, options));
   }
@@ -153,7 +170,8 @@ export class LockTelemetry {
   /**
    * Measures one acquisition: `lock.waiting` while it runs, then `lock.acquisitions` and
    * `lock.wait.duration` with its outcome, inside a span `lock.acquire <template>` (a child of the
-   * active span) carrying the outcome, the wait and the fencing token.
+   * active span) carrying the outcome, the wait and the fencing token. A wait refused as a deadlock
+   * also gets a `lock.deadlock` event on that span.
    */
   async observe(
     kind: LockKind,
@@ -191,6 +209,7 @@ export class LockTelemetry {
         if (outcome) span.setAttribute('lock.outcome', outcome);
         const token = outcome === 'acquired' ? fencingToken() : undefined;
         if (token !== undefined) span.setAttribute('lock.fencing_token', token);
+        if (failure instanceof LockDeadlockError) span.addEvent('lock.deadlock', this.deadlockEventAttributes(failure));
         if (failure !== undefined && outcome !== 'cancelled') {
           span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: failure instanceof Error ? failure.name : String(failure) });
         }
@@ -210,6 +229,7 @@ export function failedOutcome(error: unknown, signal: AbortSignal | undefined): 
   if (signal?.aborted && error === signal.reason) return 'cancelled';
   if (error instanceof LockShutdownError) return 'cancelled';
   if (error instanceof LockUnavailableError) return 'unavailable';
+  if (error instanceof LockDeadlockError) return 'deadlock';
   return undefined;
 }
 

@@ -169,11 +169,28 @@ function withScores(members: Array<[string, number]>, scores: boolean): string[]
   return scores ? members.flatMap(([member, value]) => [member, formatScore(value)]) : members.map(([member]) => member);
 }
 
-function expireIn(keyspace: Keyspace, key: string, ms: number, now: number): number {
+/**
+ * PEXPIRE/EXPIRE with Redis 7's conditions: NX (only without an expiry), XX (only with one), GT /
+ * LT (only a later / earlier one; no expiry counts as infinite). 0 when the key is missing or the
+ * condition does not hold.
+ */
+function expireIn(keyspace: Keyspace, key: string, ms: number, now: number, options: readonly string[]): number {
+  const flags = new Set(options.map((option) => option.toLowerCase()));
+  for (const flag of flags) if (!['nx', 'xx', 'gt', 'lt'].includes(flag)) throw error(`ERR Unsupported option ${flag}`);
+  if (flags.has('nx') && (flags.has('xx') || flags.has('gt') || flags.has('lt'))) {
+    throw error('ERR NX and XX, GT or LT options at the same time are not compatible');
+  }
+  if (flags.has('gt') && flags.has('lt')) throw error('ERR GT and LT options at the same time are not compatible');
   const entry = keyspace.lookup(key, now);
   if (!entry) return 0;
+  const at = now + ms;
+  const current = entry.expiresAt;
+  if (flags.has('nx') && current !== undefined) return 0;
+  if (flags.has('xx') && current === undefined) return 0;
+  if (flags.has('gt') && (current === undefined || at <= current)) return 0;
+  if (flags.has('lt') && current !== undefined && at >= current) return 0;
   if (ms <= 0) keyspace.delete(key);
-  else entry.expiresAt = now + ms;
+  else entry.expiresAt = at;
   return 1;
 }
 
@@ -212,8 +229,8 @@ const COMMANDS: Record<string, Command> = {
     minArgs: 1,
     run: (keyspace, keys, now) => keys.filter((key) => keyspace.lookup(key, now) && keyspace.delete(key)).length,
   },
-  pexpire: { minArgs: 2, run: (keyspace, [key, ms], now) => expireIn(keyspace, key, integer(ms), now) },
-  expire: { minArgs: 2, run: (keyspace, [key, s], now) => expireIn(keyspace, key, integer(s) * 1000, now) },
+  pexpire: { minArgs: 2, run: (keyspace, [key, ms, ...options], now) => expireIn(keyspace, key, integer(ms), now, options) },
+  expire: { minArgs: 2, run: (keyspace, [key, s, ...options], now) => expireIn(keyspace, key, integer(s) * 1000, now, options) },
   pttl: { minArgs: 1, run: (keyspace, [key], now) => ttlOf(keyspace, key, now) },
   ttl: {
     minArgs: 1,
@@ -280,6 +297,13 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   hget: { minArgs: 2, run: (keyspace, [key, field], now) => keyspace.read(key, 'hash', now)?.get(field) ?? null },
+  hmget: {
+    minArgs: 2,
+    run: (keyspace, [key, ...fields], now) => {
+      const hash = keyspace.read(key, 'hash', now);
+      return fields.map((field) => hash?.get(field) ?? null);
+    },
+  },
   hexists: { minArgs: 2, run: (keyspace, [key, field], now) => (keyspace.read(key, 'hash', now)?.has(field) ? 1 : 0) },
   hlen: { minArgs: 1, run: (keyspace, [key], now) => keyspace.read(key, 'hash', now)?.size ?? 0 },
   hgetall: {
@@ -408,9 +432,19 @@ const COMMANDS: Record<string, Command> = {
   },
   zrange: {
     minArgs: 3,
+    // By rank, with WITHSCORES and REV; BYSCORE, BYLEX and LIMIT are not used by the library's
+    // scripts and are refused rather than answered wrongly.
     run: (keyspace, [key, start, stop, ...options], now) => {
-      const scores = options.some((option) => option.toLowerCase() === 'withscores');
+      let scores = false;
+      let reverse = false;
+      for (const option of options.map((o) => o.toLowerCase())) {
+        if (option === 'withscores') scores = true;
+        else if (option === 'rev') reverse = true;
+        else if (['byscore', 'bylex', 'limit'].includes(option)) throw error(`ERR the testing kit's ZRANGE does not support ${option.toUpperCase()}`);
+        else throw error(SYNTAX);
+      }
       const members = sortedMembers(keyspace.read(key, 'zset', now) ?? new Map());
+      if (reverse) members.reverse();
       return withScores(members.slice(...range(members.length, start, stop)), scores);
     },
   },

@@ -47,6 +47,7 @@ interface Fengari {
   };
   lualib: { luaL_openlibs(L: LuaState): void };
   to_luastring(text: string): Uint8Array;
+  luaconf: { LUA_COMPAT_FLOATSTRING: boolean };
 }
 
 let fengari: Fengari | undefined;
@@ -54,17 +55,52 @@ let fengari: Fengari | undefined;
 /**
  * Loaded on first use: only the testing subpath needs a Lua interpreter, and `fengari` is an optional
  * peer dependency (production installs do not carry it), so a missing one is named.
+ *
+ * Loaded with fengari's `LUA_COMPAT_FLOATSTRING` (its `FENGARICONF`, read once when it loads): a
+ * number becomes a string as in Redis's Lua 5.1 (`tostring`, `..`), `3`, not 5.3's `3.0`. Every
+ * number a script reads is a float here (see the prelude), so without it `'w:' .. permits` would
+ * differ from Redis. When fengari was loaded before without it, its number-to-string is wrapped to
+ * the same effect.
  */
 export function loadFengari(): Fengari {
   if (fengari) return fengari;
+  const conf = process.env.FENGARICONF;
   try {
+    process.env.FENGARICONF = JSON.stringify({ ...(conf ? (JSON.parse(conf) as object) : {}), LUA_COMPAT_FLOATSTRING: true });
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     fengari = require('fengari') as Fengari;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') throw new Error(TESTING_KIT_NEEDS_FENGARI, { cause: error });
     throw error;
+  } finally {
+    if (conf === undefined) delete process.env.FENGARICONF;
+    else process.env.FENGARICONF = conf;
   }
+  if (!fengari.luaconf.LUA_COMPAT_FLOATSTRING) formatFloatsAsLua51();
   return fengari;
+}
+
+/** A value on fengari's stack, as its number-to-string sees it. */
+interface LuaValue {
+  ttisstring(): boolean;
+  svalue(): Uint8Array;
+  setsvalue(value: unknown): void;
+}
+
+/** fengari's number-to-string (behind `tostring` and `..`) without 5.3's `.0` on integral floats. */
+function formatFloatsAsLua51(): void {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const lobject = require('fengari/src/lobject.js') as { luaO_tostring: (L: unknown, obj: LuaValue) => void };
+  const { luaS_bless } = require('fengari/src/lstring.js') as { luaS_bless: (L: unknown, text: Uint8Array) => unknown };
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const { to_luastring } = fengari!;
+  const tostring = lobject.luaO_tostring;
+  lobject.luaO_tostring = (L, obj) => {
+    tostring(L, obj);
+    if (!obj.ttisstring()) return;
+    const text = new TextDecoder().decode(obj.svalue());
+    if (/^-?\d+\.0$/.test(text)) obj.setsvalue(luaS_bless(L, to_luastring(text.slice(0, -2))));
+  };
 }
 
 /** Runs one Redis command for a script (the keyspace's `execute`, or the server's publish). */
@@ -77,7 +113,8 @@ const NOSCRIPT = 'NOSCRIPT No matching script. Please use EVAL.';
  * scripts cached by SHA1 (EVALSHA of an unknown one answers NOSCRIPT), `KEYS`/`ARGV` and a
  * `redis` table whose `call`/`pcall` reach the in-memory keyspace. Fengari is Lua 5.3 and Redis
  * embeds 5.1, so the edges are converted as Redis does: numbers are doubles (see the prelude
- * below), a number handed to `redis.call` is
+ * below) and become strings as 5.1 writes them (`3`, not `3.0`; `string.format('%d')` of any
+ * number), a number handed to `redis.call` is
  * written as an integer when it is one (5.3 would write `3.0`), a number returned is truncated to
  * an integer, `false` is nil, a table is an array up to its first nil, and `{err=}`/`{ok=}` are
  * error and status replies.
@@ -108,9 +145,29 @@ export class LuaRunner {
     // microseconds does not fit). Every number a script reads (tonumber, replies) is made a float,
     // so its arithmetic is 5.1's: exact up to 2^53.
     // `unpack` is 5.1's name for 5.3's table.unpack.
+    // string.format's %d / %i take any number and truncate it, as 5.1's do (5.3's want an integer,
+    // and fengari's are 32-bit: a time in ms came out as NaN); a plain `%d` (flags and width, no
+    // precision) is written as `%.0f` of the truncated number.
     const prelude =
       'local raw = tonumber\ntonumber = function(v, b) local n = raw(v, b) if n == nil then return nil end return n + 0.0 end\n' +
-      'unpack = table.unpack';
+      'unpack = table.unpack\n' +
+      // (`..` is loadFengari's; `tostring` formats through another path of fengari's.)
+      'local rawtostring = tostring\n' +
+      'tostring = function(v) local s = rawtostring(v) if type(v) == "number" then s = string.gsub(s, "^(-?%d+)%.0$", "%1") end return s end\n' +
+      'local format = string.format\n' +
+      'string.format = function(fmt, ...)\n' +
+      '  local args, n, i = { ... }, select("#", ...), 0\n' +
+      '  fmt = string.gsub(fmt, "%%[-+ #0]*%d*%.?%d*[%a%%]", function(spec)\n' +
+      '    local conversion = string.sub(spec, -1)\n' +
+      '    if conversion == "%" then return nil end\n' +
+      '    i = i + 1\n' +
+      '    if (conversion == "d" or conversion == "i") and type(args[i]) == "number" and not string.find(spec, ".", 1, true) then\n' +
+      '      args[i] = args[i] < 0 and math.ceil(args[i]) or math.floor(args[i])\n' +
+      '      return string.sub(spec, 1, -2) .. ".0f"\n' +
+      '    end\n' +
+      '  end)\n' +
+      '  return format(fmt, table.unpack(args, 1, n))\n' +
+      'end';
     if (lauxlib.luaL_loadbuffer(L, to_luastring(prelude), null, to_luastring('=prelude')) !== lua.LUA_OK || lua.lua_pcall(L, 0, 0, 0) !== lua.LUA_OK) {
       throw new Error(`Lua prelude failed: ${lua.lua_tojsstring(L, -1)}`);
     }
