@@ -4,7 +4,7 @@ import type { LockEngine } from '../runtime/lock-engine';
 import { keptByWatchdog, stillHeld, type ChainHold, type WaitNode } from './wait-node';
 import { sameDeployment } from './deployment';
 
-/** How many waits ahead of a semaphore or read wait in this process are looked at (more: not seen here). */
+/** How many waits of a lock in this process a semaphore or read wait looks through for those ahead of it (more: not seen here). */
 const AHEAD_LOOKED_AT = 64;
 
 /** A cycle as found: the waits along it (the first is where the walk began) and its steps. */
@@ -172,9 +172,9 @@ export class WaitForGraph {
     if (!waits) return undefined;
     let looked = 0;
     for (const ahead of waits) {
+      if (++looked > AHEAD_LOOKED_AT) break;
       if (ahead === node || ahead.lineSeq === undefined || ahead.lineSeq >= node.lineSeq) continue;
       if (test(ahead)) return ahead;
-      if (++looked >= AHEAD_LOOKED_AT) break;
     }
     return undefined;
   }
