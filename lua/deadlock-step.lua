@@ -130,7 +130,7 @@ local all = redis.call('hgetall', recordsKey)
 for i = 1, #all, 2 do
   local owner = string.match(all[i], '^(%S+) ')
   local deadline, record = string.match(all[i + 1], '^(%d+) (.*)$')
-  if owner and blockers[owner] and tonumber(deadline) > now then
+  if owner and blockers[owner] and (tonumber(deadline) or 0) > now then
     records[owner] = records[owner] or {}
     table.insert(records[owner], record)
   end

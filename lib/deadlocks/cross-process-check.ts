@@ -1,17 +1,20 @@
 import { LockDeadlockError, type DeadlockStep } from '../errors';
 import { LuaScript } from '../redis/lua-script';
-import { isCluster, type RedisClient } from '../redis/redis-client';
 import type { LockEngine } from '../runtime/lock-engine';
 import { monotonicNow } from '../runtime/monotonic-clock';
 import type { ChainHold, WaitKind, WaitMode, WaitNode } from './wait-node';
+import { sameDeployment } from './deployment';
 
 const scripts = {
   record: LuaScript.named('deadlock-record'),
   step: LuaScript.named('deadlock-step'),
 };
 
-/** Most step scripts one check runs (docs/deadlocks.md#across-processes-after-deadlockcheckafter). */
-export const MAX_CHECK_STEPS = 32;
+/**
+ * Most step scripts one check runs (docs/deadlocks.md#across-processes-after-deadlockcheckafter);
+ * the walk goes breadth first, so the shortest ways back are tried first.
+ */
+export const MAX_CHECK_STEPS = 64;
 /** Most line entries a step looks at. */
 const LINE_ENTRIES_LOOKED_AT = 1_000;
 /** A record lives this many check periods (and at least `MIN_RECORD_LIFE_MS`) unless refreshed. */
@@ -89,9 +92,7 @@ export class CrossProcessDeadlocks {
     this.watches.delete(node);
     watch.ended = true;
     clearTimeout(watch.timer);
-    for (const { hold, engine } of watch.written) {
-      engine.client.hdel(recordsKey(hold.lockKey), `${hold.ownerId} ${node.id}`).catch(ignore);
-    }
+    for (const entry of [...watch.written]) this.removeRecord(node, watch, entry);
   }
 
   private schedule(node: WaitNode, watch: Watch, delayMs: number): void {
@@ -115,6 +116,8 @@ export class CrossProcessDeadlocks {
    */
   private async check(node: WaitNode, watch: Watch): Promise<boolean> {
     const own = node.liveChain().filter((entry) => sameDeployment(entry.engine, this.engine));
+    // A record whose hold no longer waits with this wait (its body ended, the hold went) goes now.
+    for (const entry of watch.written) if (!own.includes(entry)) this.removeRecord(node, watch, entry);
     if (own.length === 0) return false;
     await this.writeRecords(node, own, watch);
     if (watch.ended || node.serverStart === undefined) return !watch.ended;
@@ -147,16 +150,27 @@ export class CrossProcessDeadlocks {
     // The first record fixes the wait's start on the server's clock; the others carry the same.
     const [first, ...rest] = own;
     const start = Number(await this.writeRecord(first, node, text, lifeMs));
-    watch.written.add(first);
+    this.written(node, watch, first);
     node.serverStart ??= start;
-    await Promise.all(
-      rest.map((entry) =>
-        this.writeRecord(entry, node, text, lifeMs).then(() => {
-          watch.written.add(entry);
-        }),
-      ),
-    );
+    await Promise.all(rest.map((entry) => this.writeRecord(entry, node, text, lifeMs).then(() => this.written(node, watch, entry))));
     if (watch.ended) this.removeLate(node, own);
+  }
+
+  /**
+   * Notes a record written for `entry`: it goes when the wait ends, or as soon as the body that
+   * recorded the hold ends (what the body left running no longer holds that hold up: its record must
+   * not outlive it, docs/deadlocks.md).
+   */
+  private written(node: WaitNode, watch: Watch, entry: ChainHold): void {
+    if (watch.written.has(entry)) return;
+    watch.written.add(entry);
+    entry.frame?.onEnd(() => this.removeRecord(node, watch, entry));
+  }
+
+  private removeRecord(node: WaitNode, watch: Watch, entry: ChainHold): void {
+    if (!watch.written.delete(entry)) return;
+    const { hold, engine } = entry;
+    engine.client.hdel(recordsKey(hold.lockKey), `${hold.ownerId} ${node.id}`).catch(ignore);
   }
 
   private writeRecord(entry: ChainHold, node: WaitNode, text: string, lifeMs: number): Promise<unknown> {
@@ -186,7 +200,7 @@ export class CrossProcessDeadlocks {
     const { host, pid, clientName } = this.engine.instances.self;
     const self = { host, pid, clientName };
     const visited = new Set<string>([node.id]);
-    const stack: WalkPoint[] = [
+    const queue: WalkPoint[] = [
       {
         kind: target.kind,
         key: target.lockKey,
@@ -200,8 +214,8 @@ export class CrossProcessDeadlocks {
       },
     ];
     let budget = MAX_CHECK_STEPS;
-    while (stack.length > 0 && budget > 0 && !watch.ended) {
-      const point = stack.pop() as WalkPoint;
+    while (queue.length > 0 && budget > 0 && !watch.ended) {
+      const point = queue.shift() as WalkPoint;
       budget -= 1;
       for (const blocker of await this.step(point)) {
         const steps = [...point.steps];
@@ -213,7 +227,7 @@ export class CrossProcessDeadlocks {
         for (const record of blocker.records) {
           if (visited.has(record.w)) continue;
           visited.add(record.w);
-          stack.push({
+          queue.push({
             kind: record.k,
             key: record.key,
             name: record.n,
@@ -271,28 +285,4 @@ function parseRecord(raw: unknown): WaitRecord | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Whether two module instances reach the same Redis deployment (records of one are read by the other's steps). */
-export function sameDeployment(a: LockEngine, b: LockEngine): boolean {
-  return a === b || a.client === b.client || (deploymentOf(a.client) !== undefined && deploymentOf(a.client) === deploymentOf(b.client));
-}
-
-/** Where a client connects, as far as its options say (undefined: unknown, only the same client counts). */
-function deploymentOf(client: RedisClient): string | undefined {
-  if (isCluster(client)) {
-    const nodes = (client as unknown as { startupNodes?: Array<{ host?: string; port?: number } | string> }).startupNodes ?? [];
-    return `cluster:${nodes.map((node) => (typeof node === 'string' ? node : `${node.host}:${node.port}`)).sort().join(',')}`;
-  }
-  if (!client.options) return undefined;
-  const { host, port, db, path, sentinels, name } = client.options as {
-    host?: string;
-    port?: number;
-    db?: number;
-    path?: string;
-    sentinels?: Array<{ host?: string; port?: number }>;
-    name?: string;
-  };
-  if (sentinels?.length) return `sentinel:${name}:${sentinels.map((s) => `${s.host}:${s.port}`).sort().join(',')}`;
-  return path ? `unix:${path}/${db ?? 0}` : `${host}:${port}/${db ?? 0}`;
 }

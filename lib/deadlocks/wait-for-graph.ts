@@ -2,8 +2,9 @@ import type { DeadlockStep } from '../errors';
 import type { HeldLock } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import { keptByWatchdog, stillHeld, type ChainHold, type WaitNode } from './wait-node';
+import { sameDeployment } from './deployment';
 
-/** How many waits ahead of a semaphore or read wait in this process are looked at (more: not seen here). */
+/** How many waits of a lock in this process a semaphore or read wait looks through for those ahead of it (more: not seen here). */
 const AHEAD_LOOKED_AT = 64;
 
 /** A cycle as found: the waits along it (the first is where the walk began) and its steps. */
@@ -14,9 +15,10 @@ export interface FoundCycle {
   readonly steps: readonly DeadlockStep[];
 }
 
-/** A hold a wait needs released, and the wait ahead in line it comes through (if so). */
+/** A hold a wait needs released, the module instance it was taken through, and the wait ahead in line it comes through (if so). */
 interface Blocker {
   readonly hold: HeldLock;
+  readonly engine: LockEngine;
   readonly via: WaitNode | undefined;
 }
 
@@ -30,6 +32,31 @@ export class WaitForGraph {
   private readonly waitsByHold = new Map<HeldLock, Set<WaitNode>>();
   /** Waits by the lock they wait for, in registration order (engine's lock key). */
   private readonly waitsByLock = new Map<LockEngine, Map<string, Set<WaitNode>>>();
+  /** The process's running module instances: a lock's holders are those of every one on its Redis. */
+  private readonly engines = new Set<LockEngine>();
+
+  /** A module instance started (its holds count for waits of the others on the same Redis). */
+  addEngine(engine: LockEngine): void {
+    this.engines.add(engine);
+  }
+
+  removeEngine(engine: LockEngine): void {
+    this.engines.delete(engine);
+  }
+
+  /**
+   * This process's holders of a lock: through the waiting module instance and every other one that
+   * reaches the same Redis (the same key there is the same lock).
+   */
+  private *holdersOf(engine: LockEngine, lockKey: string): Iterable<readonly [HeldLock, LockEngine]> {
+    const own = engine.holds.holdersOf(lockKey);
+    if (own) for (const hold of own.values()) yield [hold, engine];
+    for (const other of this.engines) {
+      if (other === engine || !sameDeployment(other, engine)) continue;
+      const theirs = other.holds.holdersOf(lockKey);
+      if (theirs) for (const hold of theirs.values()) yield [hold, other];
+    }
+  }
 
   add(node: WaitNode): void {
     for (const { hold } of node.chain) {
@@ -73,10 +100,10 @@ export class WaitForGraph {
     const walk = (node: WaitNode): boolean => {
       waits.push(node);
       stepStart.push(steps.length);
-      for (const { hold, via } of this.blockers(node)) {
+      for (const { hold, engine, via } of this.blockers(node)) {
         const mark = steps.length;
-        if (via) steps.push(localStep(node, via.target.ownerId, true));
-        steps.push(localStep(node, hold.ownerId, false));
+        if (via) steps.push(localStep(node.target.name, via.target.engine, via.target.ownerId, true));
+        steps.push(localStep(node.target.name, engine, hold.ownerId, false));
         if (ownHolds.has(hold)) return true;
         for (const next of this.waitsHeldUpBy(hold)) {
           if (visited.has(next)) continue;
@@ -105,31 +132,31 @@ export class WaitForGraph {
    */
   private blockers(node: WaitNode): Blocker[] {
     const { engine, lockKey, ownerId, mode, need, total } = node.target;
-    const holders = engine.holds.holdersOf(lockKey);
-    if (!holders || holders.size === 0) return [];
+    const holders = [...this.holdersOf(engine, lockKey)];
+    if (holders.length === 0) return [];
     const found: Blocker[] = [];
     const taken = new Set<HeldLock>();
-    const add = (hold: HeldLock, via: WaitNode | undefined): void => {
+    const add = ([hold, through]: readonly [HeldLock, LockEngine], via: WaitNode | undefined): void => {
       if (taken.has(hold) || hold.ownerId === ownerId || !keptByWatchdog(hold)) return;
       taken.add(hold);
-      found.push({ hold, via });
+      found.push({ hold, engine: through, via });
     };
     if (mode === 'exclusive' || mode === 'write') {
       // Everything ahead in line needs the same holders released: nothing more to find there.
-      for (const hold of holders.values()) add(hold, undefined);
+      for (const holder of holders) add(holder, undefined);
       return found;
     }
     if (mode === 'read') {
-      for (const hold of holders.values()) if (hold.writeHolds > 0) add(hold, undefined);
+      for (const holder of holders) if (holder[0].writeHolds > 0) add(holder, undefined);
       const writer = this.aheadOf(node, (ahead) => ahead.target.mode === 'write');
-      if (writer) for (const hold of holders.values()) add(hold, writer);
+      if (writer) for (const holder of holders) add(holder, writer);
       return found;
     }
     // Permits: a holder is needed when `need` could not be free without its permits.
     const needs = (hold: HeldLock, asked: number): boolean => total - hold.permits < asked;
-    for (const hold of holders.values()) if (needs(hold, need)) add(hold, undefined);
+    for (const holder of holders) if (needs(holder[0], need)) add(holder, undefined);
     this.aheadOf(node, (ahead) => {
-      for (const hold of holders.values()) if (needs(hold, ahead.target.need)) add(hold, ahead);
+      for (const holder of holders) if (needs(holder[0], ahead.target.need)) add(holder, ahead);
       return false;
     });
     return found;
@@ -145,18 +172,18 @@ export class WaitForGraph {
     if (!waits) return undefined;
     let looked = 0;
     for (const ahead of waits) {
+      if (++looked > AHEAD_LOOKED_AT) break;
       if (ahead === node || ahead.lineSeq === undefined || ahead.lineSeq >= node.lineSeq) continue;
       if (test(ahead)) return ahead;
-      if (++looked >= AHEAD_LOOKED_AT) break;
     }
     return undefined;
   }
 }
 
-/** A step whose owner runs in this process (`instance` is this process's). */
-function localStep(node: WaitNode, owner: string, inLine: boolean): DeadlockStep {
-  const { host, pid, clientName } = node.target.engine.instances.self;
-  return { lock: node.target.name, owner, ...(inLine ? { inLine } : {}), instance: { host, pid, clientName } };
+/** A step whose owner runs in this process, through module instance `engine`. */
+function localStep(lock: string, engine: LockEngine, owner: string, inLine: boolean): DeadlockStep {
+  const { host, pid, clientName } = engine.instances.self;
+  return { lock, owner, ...(inLine ? { inLine } : {}), instance: { host, pid, clientName } };
 }
 
 /**

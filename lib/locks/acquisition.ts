@@ -536,6 +536,8 @@ export class Acquisition<R> implements Sleeper {
     else if (monotonicNow() >= sentAt + (grant.grantedLeaseMs ?? this.leaseMs) - leaseDriftMs(this.leaseMs)) {
       this.acquired = false;
       const retry = (): void => {
+        // Refused (or otherwise ended) while the late grant was given back: no new attempt.
+        if (this.ended) return;
         this.rejoin();
         if (cancellation?.cancelled) return this.end(true, cancellation.reason);
         if (this.waitMs <= 0 || monotonicNow() >= this.deadline) return this.endWithoutLock();

@@ -1,4 +1,5 @@
 import { CrossProcessDeadlocks } from '../deadlocks/cross-process-check';
+import { waitForGraph } from '../deadlocks/wait-for-graph';
 import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { LockShutdownError, type LockUnavailableError } from '../errors';
@@ -216,6 +217,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       await this.onApplicationShutdown();
       throw error;
     }
+    waitForGraph.addEngine(this);
     // Registered once, then kept alive by every watchdog round (nothing is written per acquisition).
     void this.instances.refresh();
     this.watchdog.startHeartbeat(() => this.instances.refresh());
@@ -231,6 +233,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   async onApplicationShutdown(): Promise<void> {
     if (this.shutdownStarted) return;
     this.shutdownStarted = true;
+    waitForGraph.removeEngine(this);
     this.client.off('ready', this.wakeWaiters);
     this.serverVersion.stop();
     this.subscriber.close(new LockShutdownError());

@@ -33,8 +33,20 @@ export class OwnerFrame {
     readonly site: unknown,
   ) {}
 
+  /** Called once when the body settles (the deadlock check deletes the records it wrote for it). */
+  private endListeners: Array<() => void> | undefined;
+
   end(): void {
     this.ended = true;
+    const listeners = this.endListeners;
+    this.endListeners = undefined;
+    if (listeners) for (const listener of listeners) listener();
+  }
+
+  /** Runs `listener` when the body settles (at once if it has). */
+  onEnd(listener: () => void): void {
+    if (this.ended) return listener();
+    (this.endListeners ??= []).push(listener);
   }
 }
 
