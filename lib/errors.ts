@@ -73,8 +73,10 @@ export class LockTimeoutError extends LockError {
 
 /** `unlock()` by an owner that does not hold the lock (never held it, released it, or lost it). */
 export class LockNotHeldError extends LockError {
-  /** @param lockName The name of the lock that was not held. */
-  constructor(readonly lockName: string) {
+  constructor(
+    /** The name of the lock that was not held. */
+    readonly lockName: string,
+  ) {
     super(LOCK_NOT_HELD(lockName));
   }
 }
@@ -166,8 +168,10 @@ export class LockNamePatternError extends TypeError {
 
 /** A write lock asked by an owner that holds only the read lock of the same name: a certain deadlock. */
 export class LockUpgradeError extends LockError {
-  /** @param lockName The name of the lock whose read lock the owner holds. */
-  constructor(readonly lockName: string) {
+  constructor(
+    /** The name of the lock whose read lock the owner holds. */
+    readonly lockName: string,
+  ) {
     super(LOCK_UPGRADE_DEADLOCK(lockName));
   }
 }
@@ -211,8 +215,10 @@ export class LockDeadlockError extends LockError {
   readonly extensions: LockErrorExtensions;
   /** The names of the locks of the cycle, in order (a name appears once). */
   readonly lockName: readonly string[];
-  /** @param cycle The steps of the cycle, starting with the refused wait's. */
-  constructor(readonly cycle: readonly DeadlockStep[]) {
+  constructor(
+    /** The steps of the cycle, starting with the refused wait's. */
+    readonly cycle: readonly DeadlockStep[],
+  ) {
     super(LOCK_DEADLOCK(cycle));
     this.lockName = [...new Set(cycle.map((step) => step.lock))];
     this.extensions = { code: 'CONFLICT', statusCode: 409, lockName: shortLockName(this.lockName) };
@@ -255,8 +261,10 @@ export class NoAnswerError extends Error {
 
 /** A wait interrupted because the LockModule is shutting down. */
 export class LockShutdownError extends LockError {
-  /** @param lockName The name of the lock whose wait was interrupted, when there was one. */
-  constructor(readonly lockName?: string) {
+  constructor(
+    /** The name of the lock whose wait was interrupted, when there was one. */
+    readonly lockName?: string,
+  ) {
     super(MODULE_SHUTTING_DOWN(lockName));
   }
 }

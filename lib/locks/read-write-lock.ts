@@ -11,8 +11,13 @@ export class ReadWriteLock {
   private readonly read: ReadWriteLockView;
   private readonly write: ReadWriteLockView;
 
-  /** @param name The lock's name, shared by its read and write views. */
-  constructor(engine: LockEngine, readonly name: string, readWriteKey: string, ownerId: string) {
+  constructor(
+    engine: LockEngine,
+    /** The lock's name, shared by its read and write views. */
+    readonly name: string,
+    readWriteKey: string,
+    ownerId: string,
+  ) {
     this.read = new ReadWriteLockView(engine, name, readWriteKey, ownerId, 'read');
     this.write = new ReadWriteLockView(engine, name, readWriteKey, ownerId, 'write');
   }
