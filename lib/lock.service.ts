@@ -45,8 +45,8 @@ export class LockService {
 
   /**
    * The RedLock `name` over the independent masters of the module's `redlock.clients`: held when a
-   * majority of them granted it in time. Waiting retries with jitter (no pub/sub). See the README's
-   * "RedLock: safety limits" before relying on it.
+   * majority of them granted it in time. Waiting retries with jitter (no pub/sub). See
+   * docs/lock-kinds.md#redlock-safety-limits before relying on it.
    */
   getRedLock(name: string): Lock {
     checkLockName(name);
