@@ -69,7 +69,7 @@ export interface LockModuleOptions {
    * Longest lock name accepted, in characters (UTF-16 code units, as `string.length` counts).
    * Default 1024. A longer name is refused with `LockNameTooLongError` (a key template value:
    * `KeyTemplateError`, 400 in HTTP): a name is often a request value, and each name costs Redis
-   * memory for a while after its release (see the README's "Limits and refusals").
+   * memory for a while after its release (see docs/decorators-and-key-templates.md#lock-names-from-requests-limits-and-refusals).
    */
   maxNameLength?: number;
   /**

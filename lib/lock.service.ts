@@ -47,8 +47,8 @@ export class LockService {
 
   /**
    * The RedLock `name` over the independent masters of the module's `redlock.clients`: held when a
-   * majority of them granted it in time. Waiting retries with jitter (no pub/sub). See the README's
-   * "RedLock: safety limits" before relying on it.
+   * majority of them granted it in time. Waiting retries with jitter (no pub/sub). See
+   * docs/lock-kinds.md#redlock-safety-limits before relying on it.
    * @throws {@link LockError} when the module has no `redlock` option.
    * @throws {@link InvalidLockNameError} when `name` is not a non-empty string (or {@link LockNameTooLongError} when too long).
    */

@@ -4,7 +4,7 @@ export type LockMode = 'reentrant' | 'fair' | 'read' | 'write';
 export const LOCK_MODES: readonly LockMode[] = ['reentrant', 'fair', 'read', 'write'];
 
 /**
- * The lock key of a decorated method: a key template (`'order:#id'`, see the README's key templates), several templates
+ * The lock key of a decorated method: a key template (`'order:#id'`, see docs/decorators-and-key-templates.md#key-templates), several templates
  * (locked together as one multi-lock), or a function of the call's arguments returning one key or
  * several.
  */

@@ -49,7 +49,7 @@ const REDLOCK_IDENTITY = 'redlock\n';
  * Each acquisition carries a fencing token: the largest of the granting masters' tokens, written
  * back to them before the lock counts as held, so the next RedLock of the name (whose majority
  * shares a master with this one's) gets a larger one. Safety otherwise rests on bounded clock drift
- * and process pauses shorter than the lease: see the README's "RedLock: safety limits".
+ * and process pauses shorter than the lease: see docs/lock-kinds.md#redlock-safety-limits.
  */
 export class RedLock implements OwnedLock, Contender<boolean> {
   readonly lockKey: string;

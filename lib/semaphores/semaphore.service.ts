@@ -16,7 +16,7 @@ export class SemaphoreService {
 
   /**
    * The semaphore `name` with the limit `permits`. The limit is stored with the semaphore while it
-   * is in use; a caller with another limit gets `SemaphoreLimitError` (see the README).
+   * is in use; a caller with another limit gets `SemaphoreLimitError` (see docs/semaphores.md).
    */
   getSemaphore(name: string, options: SemaphoreOptions): Semaphore {
     checkLockName(name);
