@@ -496,6 +496,30 @@ function declarationLine(file, qualified) {
   return at + 1;
 }
 
+/**
+ * Every export of lib/index.ts has a summary of its own: TypeDoc counts a subclass without a comment
+ * as documented (it shows the base class's), so an error class would slip through.
+ */
+function ownSummaries() {
+  const ts = require('typescript');
+  const entry = path.join(REPO, 'lib/index.ts');
+  const program = ts.createProgram([entry], { noEmit: true, skipLibCheck: true, types: [], experimentalDecorators: true });
+  const checker = program.getTypeChecker();
+  const problems = [];
+  for (const exported of checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entry)))) {
+    const symbol = exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported;
+    const declaration = symbol.declarations?.[0];
+    if (!declaration || ts.displayPartsToString(symbol.getDocumentationComment(checker)).trim()) continue;
+    const file = declaration.getSourceFile();
+    // A destructured const (LOCK_MODULE_OPTIONS): its comment sits on the binding element.
+    const leading = ts.getLeadingCommentRanges(file.text, declaration.getFullStart()) ?? [];
+    if (leading.some((range) => file.text.startsWith('/**', range.pos))) continue;
+    const line = file.getLineAndCharacterOfPosition(declaration.getStart()).line + 1;
+    problems.push(`${path.relative(REPO, file.fileName)}:${line}: ${exported.name} (exported by lib/index.ts) has no doc comment of its own`);
+  }
+  return problems;
+}
+
 /** TypeDoc with the repository's typedoc.json (treatWarningsAsErrors, notDocumented): each warning as `file:line`. */
 function checkApi() {
   const run = spawnSync(process.execPath, [path.join(REPO, 'node_modules', 'typedoc', 'bin', 'typedoc'), '--logLevel', 'Warn'], { cwd: REPO, encoding: 'utf8' });
@@ -506,6 +530,7 @@ function checkApi() {
     if (undocumented) problems.push(`${undocumented[3]}:${declarationLine(undocumented[3], undocumented[1])}: ${undocumented[1]} (${undocumented[2]}) has no doc comment (TypeDoc, validation.notDocumented)`);
     else if (/^\[(warning|error)\]/.test(line) && !/^\[(warning|error)\] Found \d+ errors? and \d+ warnings?/.test(line)) problems.push(`typedoc: ${line}`);
   }
+  problems.push(...ownSummaries());
   if (run.status !== 0 && problems.length === 0) problems.push(`typedoc exited with ${run.status}: ${output.split('\n').slice(-5).join(' / ')}`);
   return problems;
 }
