@@ -440,6 +440,7 @@ export type PartyEvent =
 export class PartyHost {
   private readonly gates = new Map<string, () => void>();
   private readonly holds = new Map<string, readonly HeldLock[]>();
+  private readonly ended = new Set<string>();
 
   constructor(
     private readonly apps: readonly TestingModule[],
@@ -458,9 +459,14 @@ export class PartyHost {
       await runUse(app, edgeToUse(plan.next), this.prefix, () => sleep(5));
       await sleep(5);
     }).then(
-      () => this.emit({ ev: 'done', id: plan.id }),
-      (error: unknown) => this.emit({ ev: 'done', id: plan.id, error: describeError(error) }),
+      () => this.end({ ev: 'done', id: plan.id }),
+      (error: unknown) => this.end({ ev: 'done', id: plan.id, error: describeError(error) }),
     );
+  }
+
+  private end(event: PartyEvent): void {
+    this.ended.add(event.id);
+    this.emit(event);
   }
 
   /** Tells the party to ask for its next lock. */
@@ -473,7 +479,7 @@ export class PartyHost {
     const holds = this.holds.get(id) ?? [];
     const byHold = (waitForGraph as unknown as { waitsByHold: Map<HeldLock, Set<unknown>> }).waitsByHold;
     const end = Date.now() + 30_000;
-    while (Date.now() < end) {
+    while (Date.now() < end && !this.ended.has(id)) {
       if (holds.some((hold) => (byHold.get(hold)?.size ?? 0) > 0)) return this.emit({ ev: 'waiting', id });
       await sleep(2);
     }
