@@ -15,10 +15,12 @@
  * Barriers, never sleeps: every party reports that it holds its first lock; line waiters are seen in
  * the lock's line (inspect); then the parties ask in a drawn order, each next one told only once the
  * previous one's wait is in its process's wait-for graph (plus GAP_MS, so that the waits' starts on the
- * Redis server's clock keep that order: the youngest is the last to ask).
+ * Redis server's clock keep that order: the youngest is the last to ask). In a quarter of the runs the
+ * parties are told to ask all at once instead (the waits race to close the cycle: still one refusal,
+ * whichever wait is the youngest).
  *
  * Asserted per run: exactly one LockDeadlockError among the parties, for the last party to ask (the
- * youngest wait); its `lockName` is exactly the cycle's locks, its cycle starts at the lock it asked
+ * youngest wait; any party when they ask at once); its `lockName` is exactly the cycle's locks, its cycle starts at the lock it asked
  * and ends at the lock it held; it arrives within IN_PROCESS_BOUND_MS of the cycle closing when every
  * party (and every line writer a read queues behind) is in one module instance, else within
  * 1.5 x deadlockCheckAfter + CROSS_SLACK_MS; every other party and line waiter gets its lock; no
@@ -96,6 +98,8 @@ interface Schedule {
   together?: Where;
   /** Sort keys: parties ask in ascending order of these. */
   askKeys: number[];
+  /** Every party is told to ask at once (no barrier between the asks): the waits race to close the cycle. */
+  simultaneous: boolean;
   background: Array<{ seed: number; where: Where; startMs: number; rounds: number }>;
 }
 
@@ -127,6 +131,7 @@ const scheduleArb: fc.Arbitrary<Schedule> = fc.integer({ min: 2, max: 4 }).chain
     parties: fc.array(whereArb, { minLength: length, maxLength: length }),
     together: fc.oneof({ arbitrary: whereArb, weight: 1 }, { arbitrary: fc.constant(undefined), weight: 2 }),
     askKeys: fc.uniqueArray(fc.integer({ min: 0, max: 1_000 }), { minLength: length, maxLength: length }),
+    simultaneous: fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))),
     background: fc.array(
       fc.record({ seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }), where: whereArb, startMs: fc.integer({ min: 0, max: 300 }), rounds: fc.integer({ min: 1, max: 4 }) }),
       { minLength: 1, maxLength: 5 },
@@ -210,7 +215,7 @@ describe('deadlocks, randomized: an injected cycle is refused once, the youngest
     const describe = () =>
       `deadlockCheckAfter ${dca}, ${inProcess ? 'in one instance' : 'across instances/processes'} (bound ${bound} ms)\n` +
       parties.map((p) => `  ${p.id}@${p.where}: holds ${describeUse(p.hold)}, asks ${describeUse(p.next)}`).join('\n') +
-      `\n  asks in order ${askOrder.map((i) => `p${i}`).join(', ')}\n` +
+      `\n  asks ${schedule.simultaneous ? 'all at once' : 'in order'} ${askOrder.map((i) => `p${i}`).join(', ')}\n` +
       bystanders.map((b) => `  ${b.id}@${b.where}: waits in line for ${describeUse(b.lock)}\n`).join('') +
       background.map((b) => `  ${b.id} +${b.startMs}ms x${b.rounds}: ${describeParts(b.parts)}\n`).join('');
 
@@ -265,6 +270,7 @@ describe('deadlocks, randomized: an injected cycle is refused once, the youngest
         if (party.where === 'child') child.send({ op: 'ask', id: party.id });
         else host.ask(party.id);
         if (last) break;
+        if (schedule.simultaneous) continue;
         await waitFor(() => Boolean(seen('waiting', party.id) || seen('done', party.id)), { what: `${party.id}'s wait to be registered`, timeoutMs: 20_000 });
         if (seen('done', party.id)) break; // refused or done already: reported below
         await sleep(GAP_MS);
@@ -289,7 +295,7 @@ describe('deadlocks, randomized: an injected cycle is refused once, the youngest
       let tookMs: number | undefined;
       for (const { party, error, at } of deadlocks) {
         tookMs = Math.round(at - closedAt);
-        if (party !== youngest) broken.push(`refused ${party.id}, not the youngest wait (${youngest.id}, the last to ask): ${error.message}`);
+        if (party !== youngest && !schedule.simultaneous) broken.push(`refused ${party.id}, not the youngest wait (${youngest.id}, the last to ask): ${error.message}`);
         const expected = [...new Set(names.map((n) => prefix + n))].sort();
         const got = [...(error.lockName ?? [])].sort();
         if (JSON.stringify(got) !== JSON.stringify(expected)) broken.push(`${party.id}'s cycle names ${JSON.stringify(got)}, the cycle's locks are ${JSON.stringify(expected)}: ${error.message}`);
@@ -323,7 +329,7 @@ describe('deadlocks, randomized: an injected cycle is refused once, the youngest
         totals.cross += 1;
         totals.maxCrossOverDca = Math.max(totals.maxCrossOverDca, (tookMs ?? 0) / dca);
       }
-      if (process.env.FC_TRACE) process.stderr.write(`${prefix} L=${length} ${inProcess ? 'local' : 'cross'} dca ${dca}: refused ${deadlocks.map((d) => d.party.id).join(',')} after ${tookMs} ms; ${parties.map((p) => `${p.id}@${p.where} ${describeUse(p.hold)}->${describeUse(p.next)}`).join(', ')}${bystanders.map((b) => `, ${b.id}@${b.where} in line ${describeUse(b.lock)}`).join('')}\n`);
+      if (process.env.FC_TRACE) process.stderr.write(`${prefix} L=${length} ${inProcess ? 'local' : 'cross'}${schedule.simultaneous ? ' at once' : ''} dca ${dca}: refused ${deadlocks.map((d) => d.party.id).join(',')} after ${tookMs} ms; ${parties.map((p) => `${p.id}@${p.where} ${describeUse(p.hold)}->${describeUse(p.next)}`).join(', ')}${bystanders.map((b) => `, ${b.id}@${b.where} in line ${describeUse(b.lock)}`).join('')}\n`);
     } catch (error) {
       broken.push(String((error as Error)?.message ?? error));
     } finally {
