@@ -9,6 +9,8 @@
  * 1-3 nested locks in name order, with re-entries (the same name again through `run`, a read inside a
  * write), Promise.all branches (each going on in order; the same name in two branches excludes), multi
  * locks (`run([a, b])`), semaphores with `take <= permits`, and short bodies (yields, 0-25 ms sleeps).
+ * A chain may take a lock through its process's other module instance (the child has two, this process
+ * one or two): its wait then makes the holds of both instances wait (records beside both, docs/deadlocks.md).
  * `deadlockCheckAfter` is 100-200 ms, so nested waits past it run the cross-process check a lot.
  *
  * Asserted per run: no chain fails (zero LockDeadlockError, no timeout: waitTime 30 s), every chain
@@ -132,7 +134,7 @@ describe('deadlocks, randomized: chains in one global order are never refused', 
       plans.map((p) => `  ${p.id} +${p.startMs}ms x${p.rounds}: ${describeParts(p.parts)}`).join('\n');
     const options = { redis: redis.url, deadlockCheckAfter: dca };
     const apps: TestingModule[] = await Promise.all(Array.from({ length: schedule.secondInstance ? 2 : 1 }, () => createLockApp(options)));
-    await child.request({ op: 'setup', redisUrl: redis.url, options: { deadlockCheckAfter: dca }, instances: 1, prefix }, 'setup');
+    await child.request({ op: 'setup', redisUrl: redis.url, options: { deadlockCheckAfter: dca }, instances: 2, prefix }, 'setup');
     takeCounters();
     const broken: string[] = [];
     let results: ChainResult[] = [];

@@ -45,7 +45,15 @@ export interface LockUse {
 export type Part =
   | { readonly t: 'sleep'; readonly ms: number }
   | { readonly t: 'tick' }
-  | { readonly t: 'lock'; readonly use: LockUse; readonly reentry: boolean; readonly rmw: boolean; readonly body: readonly Part[] }
+  | {
+      readonly t: 'lock';
+      readonly use: LockUse;
+      readonly reentry: boolean;
+      readonly rmw: boolean;
+      /** Taken through the process's other module instance (when it has two): the chain spans both. */
+      readonly hop?: boolean;
+      readonly body: readonly Part[];
+    }
   | { readonly t: 'all'; readonly branches: ReadonlyArray<readonly Part[]> };
 
 export interface ChainPlan {
@@ -125,6 +133,8 @@ function pickSorted(rng: () => number, from: readonly Resource[], k: number): Re
 interface Held {
   readonly name: string;
   readonly kind: UseKind;
+  /** Through which instance: a re-entry must go through the same one (another instance's hold is another owner's). */
+  readonly hop: boolean;
 }
 
 /**
@@ -146,7 +156,7 @@ export function generateChain(seed: number, resources: readonly Resource[]): Par
     let kind: UseKind = held.kind;
     if (kind === 'write' && rng() < 0.5) kind = 'read'; // a read inside a write
     if (kind === 'multi') kind = 'plain';
-    return { t: 'lock', use: { kind, names: [held.name] }, reentry: true, rmw: false, body: filler() };
+    return { t: 'lock', use: { kind, names: [held.name] }, reentry: true, rmw: false, hop: held.hop, body: filler() };
   };
   const lockPart = (names: readonly Resource[], path: readonly Held[]): Part => {
     const [first, ...rest0] = names;
@@ -165,7 +175,8 @@ export function generateChain(seed: number, resources: readonly Resource[]): Par
       const permits = first.permits ?? 1;
       use = { kind: 'sem', names: [first.name], take: int(rng, 1, permits), permits };
     }
-    const inner: Held[] = [...path, ...use.names.map((name) => ({ name, kind: use.kind === 'multi' ? ('plain' as const) : use.kind }))];
+    const hop = rng() < 0.25;
+    const inner: Held[] = [...path, ...use.names.map((name) => ({ name, kind: use.kind === 'multi' ? ('plain' as const) : use.kind, hop }))];
     const body: Part[] = filler();
     if (rest.length > 0) {
       if (rng() < 0.35) {
@@ -192,7 +203,7 @@ export function generateChain(seed: number, resources: readonly Resource[]): Par
     }
     body.push(...filler());
     const exclusive = use.kind === 'plain' || use.kind === 'fair' || use.kind === 'write' || use.kind === 'multi';
-    return { t: 'lock', use, reentry: false, rmw: exclusive && rng() < 0.8, body };
+    return { t: 'lock', use, reentry: false, rmw: exclusive && rng() < 0.8, hop, body };
   };
   const root = (): Part[] => {
     // Mostly nested (2-3 locks): a nested wait is what runs the cross-process check.
@@ -222,7 +233,7 @@ export function describeParts(parts: readonly Part[]): string {
       if (part.t === 'tick') return '.';
       if (part.t === 'all') return `all(${part.branches.map(describeParts).join(' | ')})`;
       const take = part.use.kind === 'sem' ? `:${part.use.take}/${part.use.permits}` : '';
-      return `${part.reentry ? 're-' : ''}${part.use.kind}(${part.use.names.join(',')}${take})${part.rmw ? '!' : ''}{${describeParts(part.body)}}`;
+      return `${part.reentry ? 're-' : ''}${part.hop ? '^' : ''}${part.use.kind}(${part.use.names.join(',')}${take})${part.rmw ? '!' : ''}{${describeParts(part.body)}}`;
     })
     .join(' ');
 }
@@ -290,7 +301,8 @@ export interface ChainEnv {
 /** Runs one chain; never throws (its error, if any, is in the result). */
 export async function runChain(env: ChainEnv, plan: ChainPlan): Promise<ChainResult> {
   const result: ChainResult = { id: plan.id, acquisitions: 0, waits: 0, longWaits: 0, nestedLongWaits: 0, maxWaitMs: 0, increments: {}, violations: [] };
-  const app = env.apps[plan.instance] ?? env.apps[0];
+  const base = plan.instance < env.apps.length ? plan.instance : 0;
+  const appOf = (hop: boolean | undefined) => env.apps[hop ? (base + 1) % env.apps.length : base];
   const { redis, prefix } = env;
   const runParts = async (parts: readonly Part[], depth: number): Promise<void> => {
     for (const part of parts) await runPart(part, depth);
@@ -309,7 +321,7 @@ export async function runChain(env: ChainEnv, plan: ChainPlan): Promise<ChainRes
       }
       case 'lock': {
         const asked = performance.now();
-        await runUse(app, part.use, prefix, async () => {
+        await runUse(appOf(part.hop), part.use, prefix, async () => {
           const waited = performance.now() - asked;
           result.acquisitions += 1;
           if (waited > 5) result.waits += 1;
