@@ -344,12 +344,18 @@ describe('deadlocks, randomized: an injected cycle is refused once, the youngest
     'exactly one refusal per cycle, the youngest wait, within its bound; the rest finishes',
     async () => {
       const path = process.env.FC_PATH;
+      // Past the time limit the remaining runs are skipped (a run in progress is never abandoned).
+      const deadline = Date.now() + TIME_LIMIT_MS;
+      let skipped = 0;
       const details = await fc.check(
-        fc.asyncProperty(scheduleArb, (schedule) => runSchedule(schedule)),
-        { seed: SEED, path, numRuns: path ? 1 : RUNS, endOnFailure: true, interruptAfterTimeLimit: TIME_LIMIT_MS },
+        fc.asyncProperty(scheduleArb, async (schedule) => {
+          if (Date.now() > deadline) skipped += 1;
+          else await runSchedule(schedule);
+        }),
+        { seed: SEED, path, numRuns: path ? 1 : RUNS, endOnFailure: true },
       );
       process.stdout.write(
-        `randomized injected cycles: seed ${details.seed}, ${totals.runs} cycles${details.interrupted ? ' (time limit reached)' : ''} ` +
+        `randomized injected cycles: seed ${details.seed}, ${totals.runs} cycles${skipped > 0 ? ` (time limit reached: ${skipped} skipped)` : ''} ` +
           `(${JSON.stringify(totals.byLength)} by length; ${totals.inProcess} in one instance, slowest refusal ${totals.maxInProcessMs} ms; ` +
           `${totals.cross} across, slowest ${totals.maxCrossOverDca.toFixed(2)} x deadlockCheckAfter), ${totals.background} background chains\n`,
       );
