@@ -180,7 +180,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
 
   // The contender's side of an acquisition (see `Contender` in acquisition.ts).
 
-  /** @internal What a wait for this RedLock waits for: checked in this process only (docs/deadlocks.md#across-processes-after-deadlockcheckafter). */
+  /** @internal What a wait for this RedLock waits for: no records, no line (docs/deadlocks.md#across-processes-after-deadlockcheckafter). */
   get waitTarget(): WaitTarget {
     const { engine, name, lockKey, ownerId } = this;
     return { engine, kind: 'lock', name, lockKey, ownerId, mode: 'exclusive', need: 1, total: 1, crossProcess: false };
