@@ -12,7 +12,9 @@
  *    block or in a hidden `<!-- ts-setup ... -->` comment right above the fence (not rendered).
  * 2. Runnable samples. A block fenced ```ts run is also executed (ts-node, transpile-only) against
  *    a throwaway redis-server whose URL is in REDIS_URL; it must exit 0 by itself within
- *    DOCS_RUN_TIMEOUT_MS (30 s): close what it opens.
+ *    DOCS_RUN_TIMEOUT_MS (30 s): close what it opens. A block fenced ```ts test is a Jest-style test
+ *    file (`describe`, `it`, `beforeAll`..., `expect`): it runs the same way, its tests on Node's
+ *    own runner with Jest's `expect`, and every test must pass.
  * 3. Links. Every relative link of README.md, CHANGELOG.md and docs/**\/*.md must name an existing
  *    file, and its `#anchor` a heading of the target (GitHub's slugs) or an `<a id>` / `<a name>`.
  *    http(s) and other absolute URLs are not fetched.
@@ -53,7 +55,7 @@ const AUTO_IMPORTS = {
   '@nestjs/testing': ['Test', 'TestingModule'],
 };
 const SAMPLE_LANGS = new Set(['ts', 'typescript']);
-const FLAGS = new Set(['no-check', 'run']);
+const FLAGS = new Set(['no-check', 'run', 'test']);
 const RUN_TIMEOUT_MS = Number(process.env.DOCS_RUN_TIMEOUT_MS || 30_000);
 const TMP = path.join(REPO, '.cache', 'docs-check', String(process.pid)); // one per run: the spec may run beside npm run docs:check
 const MAX_ERRORS_PER_SAMPLE = 5;
@@ -212,7 +214,7 @@ function extractSamples(root) {
       const unknown = flags.filter((flag) => !FLAGS.has(flag));
       if (unknown.length) problems.push(`${file}:${block.line}: unknown sample flag ${unknown.join(' ')} (known: ${[...FLAGS].join(', ')})`);
       if (flags.includes('no-check')) continue;
-      samples.push({ file, line: block.line, code: block.lines.join('\n'), setup: block.setup, run: flags.includes('run') });
+      samples.push({ file, line: block.line, code: block.lines.join('\n'), setup: block.setup, run: flags.includes('run'), test: flags.includes('test') });
     }
   }
   return { samples, problems };
@@ -412,7 +414,23 @@ function runnableSource(ts, sample) {
   ].join('\n');
 }
 
+/** A Jest-style sample as a program: Jest's globals from `jest-globals.js`, its code as it is. */
+function testSource(sample) {
+  const setup = sample.setup ? sample.setup.code : '';
+  return [`require(${JSON.stringify(path.join(TMP, 'jest-globals.js'))}); ${sample.prelude}`.trim(), setup, sample.code, ''].join('\n');
+}
+
 function writeRunSupport() {
+  // Jest's globals for ```ts test samples: Node's own test runner, and Jest's `expect`.
+  fs.writeFileSync(
+    path.join(TMP, 'jest-globals.js'),
+    [
+      "const t = require('node:test');",
+      "const { expect } = require('expect');",
+      'Object.assign(globalThis, { describe: t.describe, it: t.it, test: t.test, beforeAll: t.before, afterAll: t.after, beforeEach: t.beforeEach, afterEach: t.afterEach, expect });',
+      '',
+    ].join('\n'),
+  );
   // `nestjs-redis-locks` and its subpaths resolve to lib/ (compiled by ts-node on the fly), ahead of
   // Node's own resolution, which would find this package itself and its dist/.
   const map = Object.fromEntries(Object.entries(LIB_ENTRIES).map(([k, v]) => [k, path.join(REPO, v)]));
@@ -452,7 +470,7 @@ function runOne(file, env) {
 }
 
 async function runSamples(ts, samples) {
-  const runnable = samples.filter((s) => s.run);
+  const runnable = samples.filter((s) => s.run || s.test);
   if (runnable.length === 0) return [];
   const problems = [];
   writeRunSupport();
@@ -465,7 +483,7 @@ async function runSamples(ts, samples) {
       }
       await redis.flush();
       const file = sample.path.replace(/\.ts$/, '.run.ts');
-      fs.writeFileSync(file, runnableSource(ts, sample));
+      fs.writeFileSync(file, sample.test ? testSource(sample) : runnableSource(ts, sample));
       const result = await runOne(file, { REDIS_URL: redis.url });
       const tail = result.output.trim() === '' ? '' : result.output.trim().split('\n').slice(-15).map((l) => `    ${l}`).join('\n');
       if (result.signal === 'SIGKILL') problems.push(`${sample.file}:${sample.line}: runnable sample did not exit within ${RUN_TIMEOUT_MS} ms (does it close everything it opens?)${tail ? `\n${tail}` : ''}`);
@@ -564,7 +582,7 @@ async function main() {
     if (!args.includes('--no-run')) {
       const runProblems = await runSamples(ts, samples);
       problems.push(...runProblems);
-      console.log(`docs:check runnable samples: ${samples.filter((s) => s.run).length} run, ${runProblems.length} failed`);
+      console.log(`docs:check runnable samples: ${samples.filter((s) => s.run || s.test).length} run, ${runProblems.length} failed`);
     }
     if (!process.env.KEEP_DOCS_TMP) fs.rmSync(TMP, { recursive: true, force: true });
   }
