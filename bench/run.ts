@@ -8,7 +8,8 @@
  * BENCH_NO_PIN=1, BENCH_RTT_MS=0.5 (every client and floor through a delay relay with that round
  * trip; its figures go to a RESULTS.md section of their own, see harness/real-network-section.ts).
  * `node dist/bench/run.js --from dist/bench/last-run.json` only re-renders the report (and
- * RESULTS.md) from a previous run's raw figures, e.g. after editing closing-note.md.
+ * RESULTS.md) from a previous run's raw figures, e.g. after editing closing-note.md; `--cost-from
+ * dist/bench/last-cost-run.json` the same for the cost section (its Node's subsection).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -33,7 +34,7 @@ import { runW3 } from './workloads/w3-contended';
 import { runW4 } from './workloads/w4-handoff';
 import { runW6Section, W6_HEADING } from './workloads/w6-semaphore';
 import { MEMORY_HEADING, runMemorySection } from './workloads/memory-per-name';
-import { keptCostSection, runCostSection } from './workloads/cost';
+import { keptCostSection, renderCostFrom, runCostSection } from './workloads/cost';
 
 const BENCH_SOURCES = join(__dirname, '..', '..', 'bench');
 const RESULTS_FILE = join(BENCH_SOURCES, 'RESULTS.md');
@@ -129,6 +130,8 @@ async function measureWake(clients: ClientEndpoint, settings: BenchSettings, col
 }
 
 async function main(): Promise<void> {
+  const costFrom = process.argv.indexOf('--cost-from');
+  if (costFrom !== -1) return renderCostFrom(process.argv[costFrom + 1], process.env.BENCH_WRITE === '1', RESULTS_FILE);
   const from = process.argv.indexOf('--from');
   if (from !== -1) {
     report(collectedFrom(process.argv[from + 1]), true);

@@ -481,12 +481,13 @@ export function renderCost(results: CostResults): string {
       .map((s) => {
         const m = medians.get(s.id)!;
         const label = s.ours ? `**${s.label}**` : s.label;
-        if (typeof m === 'string') return [label, `failed: ${m}`, '', '', '', '', '', '', '', ''];
+        if (typeof m === 'string') return [label, `failed: ${m}`, '', '', '', '', '', '', '', '', ''];
         return [
           label,
           fmt(m.commandsPerOp, 3),
           fmt(m.sentPerOp, 3),
           spread(okRuns.get(s.id)!, (f) => f.redisUsPerOp),
+          fmt(m.naiveUsPerOp - m.redisUsPerOp),
           fmt(m.redisCpuUsPerOp),
           spread(okRuns.get(s.id)!, (f) => f.nodeCpuUsPerOp),
           fmt(m.wallUsPerOp),
@@ -501,7 +502,7 @@ export function renderCost(results: CostResults): string {
       `One operation: ${costCase.unit}.`,
       '',
       table(
-        ['library', 'commands/op (all)', 'sent/op', 'Redis µs/op (min-max)', 'redis-server CPU µs/op', 'Node CPU µs/op (min-max)', 'wall µs/op', 'first row ÷ this row: Redis / Node µs', costCase.id === 'handoff' ? 'hand-offs' : 'ops', 'commands by calls/op'],
+        ['library', 'commands/op (all)', 'sent/op', 'Redis µs/op (min-max)', 'of which scripts\' inner commands', 'redis-server CPU µs/op', 'Node CPU µs/op (min-max)', 'wall µs/op', 'first row ÷ this row: Redis / Node µs', costCase.id === 'handoff' ? 'hand-offs' : 'ops', 'commands by calls/op'],
         rows,
       ),
       '',
@@ -532,7 +533,8 @@ const INTRO = [
   'process against the bench\'s own redis-server: **commands/op** is every call in `INFO commandstats` (reset with',
   '`CONFIG RESETSTAT` right before the window), `EVALSHA` and the commands scripts run both counted; **sent/op** the commands',
   'the process sent (its round-trip commands); **Redis µs/op** the `usec` of the commands sent, scripts whole (on Redis 7.0 a',
-  "script's `usec` already includes its inner commands', which are not added again); **redis-server CPU µs/op** its",
+  "script's `usec` already includes its inner commands', which are not added again; the next column is that inner part, the",
+  'rest of a script\'s time is Lua itself and calling it); **redis-server CPU µs/op** its',
   '`used_cpu_user + used_cpu_sys` (INFO cpu) over the window, reading and writing the sockets included; **Node CPU µs/op**',
   '`process.cpuUsage()` (user + system) of the worker over the window. Per script: a second window with',
   '`slowlog-log-slower-than 0`, `EVALSHA` entries grouped by SHA, named after their `lua/` file. The Node profile of the',
@@ -578,6 +580,13 @@ export function writeCostSection(file: string, subsection: string): void {
   const at = later.length ? Math.min(...later) : previous.length;
   const section = mergeCostSection('', subsection);
   writeFileSync(file, `${previous.slice(0, at).trimEnd()}\n\n${section}${at < previous.length ? '\n' : ''}${previous.slice(at)}`);
+}
+
+/** `run.js --cost-from <last-cost-run.json>`: renders (and with `write` stores) a previous run again. */
+export function renderCostFrom(file: string, write: boolean, resultsFile: string): void {
+  const subsection = renderCost(JSON.parse(readFileSync(file, 'utf8')) as CostResults);
+  process.stdout.write(`\n${subsection}\n`);
+  if (write) writeCostSection(resultsFile, subsection);
 }
 
 /** `BENCH_WORKLOADS=cost`: runs, prints, and with `write` stores the section; raw figures beside last-run.json. */
