@@ -4,11 +4,12 @@
  * against this library, and writes bench/RESULTS.md (full runs only).
  *
  * Environment: BENCH_QUICK=1 (small sizes, one repetition), BENCH_REPS=n, BENCH_ADAPTERS=id,id,
- * BENCH_WORKLOADS=w1,w3, REDIS_URL=redis://127.0.0.1:port (a server the bench may FLUSHALL),
+ * BENCH_WORKLOADS=w1,w3 (`cost`: the cost-per-operation section, workloads/cost.ts), REDIS_URL=redis://127.0.0.1:port (a server the bench may FLUSHALL),
  * BENCH_NO_PIN=1, BENCH_RTT_MS=0.5 (every client and floor through a delay relay with that round
  * trip; its figures go to a RESULTS.md section of their own, see harness/real-network-section.ts).
  * `node dist/bench/run.js --from dist/bench/last-run.json` only re-renders the report (and
- * RESULTS.md) from a previous run's raw figures, e.g. after editing closing-note.md.
+ * RESULTS.md) from a previous run's raw figures, e.g. after editing closing-note.md; `--cost-from
+ * dist/bench/last-cost-run.json` the same for the cost section (its Node's subsection).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -33,12 +34,14 @@ import { runW3 } from './workloads/w3-contended';
 import { runW4 } from './workloads/w4-handoff';
 import { runW6Section, W6_HEADING } from './workloads/w6-semaphore';
 import { MEMORY_HEADING, runMemorySection } from './workloads/memory-per-name';
+import { keptCostSection, renderCostFrom, runCostSection } from './workloads/cost';
 
 const BENCH_SOURCES = join(__dirname, '..', '..', 'bench');
 const RESULTS_FILE = join(BENCH_SOURCES, 'RESULTS.md');
 /** Hand-written analysis of the last full run (misses, profiles), appended to RESULTS.md. */
 const CLOSING_NOTE_FILE = join(BENCH_SOURCES, 'closing-note.md');
 const RAW_FILE = join(__dirname, 'last-run.json');
+const COST_RAW_FILE = join(__dirname, 'last-cost-run.json');
 
 function chosenSettings(): BenchSettings {
   const base = process.env.BENCH_QUICK === '1' ? QUICK : FULL;
@@ -127,6 +130,8 @@ async function measureWake(clients: ClientEndpoint, settings: BenchSettings, col
 }
 
 async function main(): Promise<void> {
+  const costFrom = process.argv.indexOf('--cost-from');
+  if (costFrom !== -1) return renderCostFrom(process.argv[costFrom + 1], process.env.BENCH_WRITE === '1', RESULTS_FILE);
   const from = process.argv.indexOf('--from');
   if (from !== -1) {
     report(collectedFrom(process.argv[from + 1]), true);
@@ -137,6 +142,13 @@ async function main(): Promise<void> {
   pinSelf();
   const network = networkModeFromEnv();
   const settings = chosenSettings();
+  // `cost` is a section of its own (workloads/cost.ts), with its own adapters and server.
+  const costWanted = (process.env.BENCH_WORKLOADS ?? '').split(',').map((w) => w.trim()).includes('cost');
+  if (costWanted) process.env.BENCH_WORKLOADS = process.env.BENCH_WORKLOADS!.split(',').filter((w) => w.trim() !== 'cost').join(',');
+  if (costWanted && !process.env.BENCH_WORKLOADS) {
+    if (network.kind === 'relay') throw new Error('the cost workload runs on loopback only (unset BENCH_RTT_MS)');
+    return runCostSection(process.env.BENCH_WRITE === '1', RESULTS_FILE, COST_RAW_FILE, log);
+  }
   const adapterIds = listFromEnv('BENCH_ADAPTERS', ADAPTERS.map((a) => a.id));
   const workloads = listFromEnv('BENCH_WORKLOADS', WORKLOADS);
   // RESULTS.md's main tables are loopback figures: a relay run is never a full run (it has its own section).
@@ -232,6 +244,9 @@ async function main(): Promise<void> {
     log('relay mode: the memory section and W6 are left out (they run on loopback only)');
     return;
   }
+  if (costWanted || (fullRun && process.env.BENCH_COST !== '0')) {
+    await runCostSection(fullRun || process.env.BENCH_WRITE === '1', RESULTS_FILE, COST_RAW_FILE, log);
+  }
   if (process.env.BENCH_MEMORY !== '0') await runMemorySection(fullRun || process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
   if (process.env.BENCH_W6 !== '0') await runW6Section(fullRun || process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
 }
@@ -258,9 +273,11 @@ function report(collected: Collected, writeResults: boolean): void {
     const memory = memoryStart >= 0 ? `\n${previous.slice(memoryStart, w6Start > memoryStart ? w6Start : undefined).trimEnd()}\n` : '';
     // And the real-network sections (BENCH_RTT_MS runs), which sit before the memory section.
     const realNetwork = keptRealNetworkSections(previous);
+    // And the cost section (BENCH_WORKLOADS=cost), which sits between those and the memory section.
+    const cost = keptCostSection(previous);
     writeFileSync(
       RESULTS_FILE,
-      `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.ts); bench/README.md says what each workload does.\n\n${body}\n${note}${realNetwork}${memory}${w6}`,
+      `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.ts); bench/README.md says what each workload does.\n\n${body}\n${note}${realNetwork}${cost}${memory}${w6}`,
     );
     log(`wrote ${RESULTS_FILE}`);
   } else log('partial or quick run: bench/RESULTS.md left as it was (BENCH_WRITE=1 to write it anyway)');

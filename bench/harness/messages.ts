@@ -13,6 +13,8 @@ export interface Job {
   readonly redisUrl: string;
   /** This process's part in a multi-process workload (W3 process index, W4/floor role). */
   readonly role?: number;
+  /** What a job measures when its task covers several (the cost workload: `case/subject`). */
+  readonly variant?: string;
   readonly params: Readonly<Record<string, number>>;
 }
 

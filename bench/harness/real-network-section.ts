@@ -13,6 +13,7 @@ import { fmt } from './stats';
  */
 const HEADING_PREFIX = '## Real network (';
 const MEMORY_HEADING_PREFIX = '## Memory per lock name';
+const COST_HEADING_PREFIX = '## Cost per operation';
 const W6_HEADING_PREFIX = '## W6';
 
 export function realNetworkHeading(rttMs: number): string {
@@ -75,12 +76,12 @@ export function renderRealNetworkSection(summary: Summary): string {
   ].join('\n');
 }
 
-/** Replaces the section of the same RTT, or adds it before the memory and W6 sections. */
+/** Replaces the section of the same RTT, or adds it before the cost, memory and W6 sections. */
 export function writeRealNetworkSection(file: string, section: string): void {
   const previous = existsSync(file) ? readFileSync(file, 'utf8') : '';
   const heading = section.slice(0, section.indexOf('\n'));
   const start = previous.indexOf(`${heading}\n`);
-  const at = start >= 0 ? start : firstOf(previous, [MEMORY_HEADING_PREFIX, W6_HEADING_PREFIX]);
+  const at = start >= 0 ? start : firstOf(previous, [COST_HEADING_PREFIX, MEMORY_HEADING_PREFIX, W6_HEADING_PREFIX]);
   const end = start >= 0 ? nextHeading(previous, start) : at;
   writeFileSync(file, `${previous.slice(0, at).trimEnd()}\n\n${section.trimEnd()}\n\n${previous.slice(end)}`.trimEnd() + '\n');
 }

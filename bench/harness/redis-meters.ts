@@ -9,6 +9,25 @@ export async function commandCalls(admin: Redis): Promise<Map<string, number>> {
   return calls;
 }
 
+/** One command's `INFO commandstats` line: calls and the microseconds spent in them. */
+export interface CommandStat {
+  readonly calls: number;
+  readonly usec: number;
+}
+
+/**
+ * `INFO commandstats` by command name (`evalsha`, `script|load`). Commands run inside scripts are
+ * counted under their own names too, and a script's `usec` includes theirs (Redis 7.0, checked:
+ * bench/README.md, "Cost per operation").
+ */
+export async function commandStats(admin: Redis): Promise<Map<string, CommandStat>> {
+  const stats = new Map<string, CommandStat>();
+  for (const match of (await admin.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    stats.set(match[1], { calls: Number(match[2]), usec: Number(match[3]) });
+  }
+  return stats;
+}
+
 /** CPU time redis-server has used so far (user + system, main thread and others), in ms. */
 export async function redisCpuMs(admin: Redis): Promise<number> {
   const info = await admin.info('cpu');
@@ -17,7 +36,7 @@ export async function redisCpuMs(admin: Redis): Promise<number> {
 }
 
 /** The bench's own measuring commands, left out of every count. */
-const MEASURING = /^(info|client\|.*|config\|.*)$/;
+export const MEASURING = /^(info|client\|.*|config\|.*)$/;
 
 /** Calls between two `commandCalls` snapshots, without the bench's measuring commands. */
 export function callsBetween(before: Map<string, number>, after: Map<string, number>): number {
@@ -46,19 +65,31 @@ export async function connectionCount(admin: Redis): Promise<ConnectionCount> {
   return { total, subscribers };
 }
 
+/** Commands `INFO commandstats` names with their subcommand (`script|load`, `client|setname`). */
+const CONTAINER_COMMANDS = new Set(['script', 'client', 'config', 'cluster', 'command', 'memory', 'object', 'pubsub', 'function', 'xinfo', 'acl', 'slowlog', 'latency', 'module']);
+
 /**
  * Counts the commands this process's ioredis connections send (the round trips a library asks
  * for), skipping the bench's measuring connection. Installed once per worker process.
  */
 export class SentCommands {
   private count = 0;
+  /** Per command as `INFO commandstats` names it (`evalsha`, `script|load`), when `byName` is on. */
+  readonly byName = new Map<string, number>();
+  /** `EVALSHA` calls per script SHA, when `byName` is on. */
+  readonly bySha = new Map<string, number>();
+  /** Off by default: W5 only needs the total. */
+  byNameOn = false;
 
   static install(): SentCommands {
     const counter = new SentCommands();
     const prototype = Redis.prototype as unknown as { sendCommand(this: Redis, ...args: unknown[]): unknown };
     const original = prototype.sendCommand;
     prototype.sendCommand = function countedSendCommand(this: Redis, ...args: unknown[]) {
-      if (this.options.connectionName !== 'bench-admin') counter.count += 1;
+      if (this.options.connectionName !== 'bench-admin') {
+        counter.count += 1;
+        if (counter.byNameOn) counter.countByName(args[0] as { name?: string; args?: unknown[] });
+      }
       return original.apply(this, args);
     };
     return counter;
@@ -66,5 +97,20 @@ export class SentCommands {
 
   get total(): number {
     return this.count;
+  }
+
+  private countByName(command: { name?: string; args?: unknown[] }): void {
+    const name = String(command?.name ?? '?').toLowerCase();
+    const first = command?.args?.[0];
+    const key = CONTAINER_COMMANDS.has(name) && first !== undefined ? `${name}|${String(first).toLowerCase()}` : name;
+    this.byName.set(key, (this.byName.get(key) ?? 0) + 1);
+    if (name === 'evalsha') this.bySha.set(String(first), (this.bySha.get(String(first)) ?? 0) + 1);
+  }
+
+  /** Starts a new window (counts by name from now on). */
+  resetByName(): void {
+    this.byNameOn = true;
+    this.byName.clear();
+    this.bySha.clear();
   }
 }

@@ -1,6 +1,7 @@
 import { roundTripChild } from '../floors/round-trips';
 import { wakeChild } from '../floors/pubsub-wake';
 import type { ChildTask } from './context';
+import { costChild } from './cost';
 import { w1Child } from './w1-uncontended';
 import { w2Child } from './w2-concurrent';
 import { w3Child } from './w3-contended';
@@ -15,6 +16,7 @@ export const CHILD_TASKS: Readonly<Record<string, ChildTask>> = {
   w4: w4Child,
   w5: w5Child,
   w5x: w5Child,
+  cost: costChild,
   'floor-round-trips': roundTripChild,
   'floor-wake': wakeChild,
 };
