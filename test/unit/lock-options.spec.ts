@@ -53,6 +53,7 @@ describe('resolveLockOptions', () => {
       clientName: 'orders-api',
       telemetryLockNames: true,
       maxNameLength: 200,
+      deadlockCheckAfter: 0,
       isGlobal: true,
     });
     expect(resolved).toEqual({
@@ -69,6 +70,7 @@ describe('resolveLockOptions', () => {
       clientName: 'orders-api',
       telemetryLockNames: true,
       maxNameLength: 200,
+      deadlockCheckAfter: 0,
     });
     expect(resolve({ watchdogTimeout: undefined, keyPrefix: undefined }).watchdogTimeout).toBe(LOCK_OPTION_DEFAULTS.watchdogTimeout);
   });
