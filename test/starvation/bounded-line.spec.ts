@@ -7,12 +7,20 @@ import { startRedis, TestRedis } from '../support/redis-server';
  * DESIGN §19, "Bounded scripts": whatever a line holds, one attempt, one grant (a release) and one
  * leave each keep Redis free for other clients. Each line is written directly, in the layout the
  * scripts use: 20,000 entries whose deadline passed (a crashed process's waiters) at its head, then
- * 20,000 live ones. Another client PINGs in a loop while the script runs; its slowest PING must stay
- * under a generous bound (before lazy removal: seconds, one LREM over the whole line per entry).
+ * 20,000 live ones. The script's own time in Redis (SLOWLOG) must stay under 50 ms (before lazy
+ * removal: seconds, one LREM over the whole line per entry); another client PINGs in a loop
+ * meanwhile, which only catches a hang.
  */
 const EXPIRED = 20_000;
 const LIVE = 20_000;
-const PING_BOUND_MS = 50;
+/**
+ * What the bound is on: the script's own time in Redis (SLOWLOG, the server's clock), which a 40,000
+ * entry line would push to hundreds of ms if a script walked it whole. A PING from another client
+ * meanwhile only catches a hang: its time also holds this process's own pauses (a GC after building
+ * the line), which once reached 128 ms on a loaded CI machine while the script took 7 ms.
+ */
+const SCRIPT_BOUND_MS = 50;
+const PING_HANG_MS = 2_000;
 const WAITER_TIMEOUT = 1_500;
 
 const expiredOwner = (i: number) => `dead${i}:1`;
@@ -104,7 +112,8 @@ describe('bounded scripts against a line of 20,000 expired and 20,000 live entri
 
   function expectBounded({ pingMaxMs, scriptUs }: Measured): void {
     expect(scriptUs).toBeGreaterThan(0);
-    expect(pingMaxMs).toBeLessThan(PING_BOUND_MS);
+    expect(scriptUs / 1000).toBeLessThan(SCRIPT_BOUND_MS);
+    expect(pingMaxMs).toBeLessThan(PING_HANG_MS);
   }
 
   describe('reentrant / fair lock', () => {
