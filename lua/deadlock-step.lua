@@ -16,7 +16,8 @@
 -- ARGV[3]  the wait's line entry ('' when it has none: nobody counts as ahead of it)
 -- ARGV[4]  the wait's mode: 'exclusive', 'read', 'write' or 'permits'
 -- ARGV[5]  permits asked for (semaphore)
--- ARGV[6]  how many line entries to look at, at most
+-- ARGV[6]  how many line entries, and how many holders, to look at, at most (a lock with more is
+--          seen in part: edges missed, never one too many)
 -- Returns  { now, owner, via, n, record 1, ..., record n, owner, via, n, ... } for each holder the
 --          wait needs released: via is '' or the owner of the entry ahead it is needed through; the
 --          records are '<wait start> <record>' (expired ones are left out)
@@ -54,12 +55,12 @@ if kind == 'lock' then
   end
 elseif kind == 'readWrite' then
   local writer = redis.call('hget', mainKey, 'writer')
-  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. string.format('%.0f', now), '+inf')) do
+  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. string.format('%.0f', now), '+inf', 'LIMIT', 0, lineBudget)) do
     addHolder(owner, owner == writer, 1)
   end
 else
   total = tonumber(redis.call('hget', mainKey, 'permits')) or 0
-  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. string.format('%.0f', now), '+inf')) do
+  for _, owner in ipairs(redis.call('zrangebyscore', leasesKey, '(' .. string.format('%.0f', now), '+inf', 'LIMIT', 0, lineBudget)) do
     addHolder(owner, true, tonumber(redis.call('hget', mainKey, 'o:' .. owner)) or 0)
   end
 end
@@ -67,8 +68,11 @@ if #holderOrder == 0 then
   return { now }
 end
 
--- The live entries ahead of the wait, oldest first: { owner, mode, need }.
-local ahead = {}
+-- The one entry ahead that decides what the line adds (every other entry ahead needs a subset of
+-- what it needs): for a reader, the first live writer ahead (it needs every holder); for permits,
+-- the live entry ahead asking for the most (a holder one entry needs, a bigger one needs too).
+-- One pass over at most lineBudget entries, then one over the holders: never a loop inside a loop.
+local decisive = false
 if mode == 'read' or mode == 'permits' then
   local entries = redis.call('lrange', lineKey, 0, lineBudget - 1)
   local found = false
@@ -80,12 +84,16 @@ if mode == 'read' or mode == 'permits' then
     local deadline = tonumber(redis.call('zscore', deadlinesKey, entry))
     if deadline and deadline > now then
       if kind == 'semaphore' then
-        ahead[#ahead + 1] = { owner = entry, mode = 'permits', need = tonumber(redis.call('hget', mainKey, 'w:' .. entry)) or 0 }
-      else
+        local asked = tonumber(redis.call('hget', mainKey, 'w:' .. entry)) or 0
+        if not decisive or asked > decisive.need then
+          decisive = { owner = entry, mode = 'permits', need = asked }
+        end
+      elseif not decisive then
         local owner, entryKind = string.match(entry, '^(%S+) %S+ %d+ ([pfrw])$')
         local client = owner and string.match(owner, '^(%S+):%d+$')
-        if owner and not (client and redis.call('hexists', seenKey, '~dead:' .. client) == 1) then
-          ahead[#ahead + 1] = { owner = owner, mode = entryKind == 'r' and 'read' or 'write', need = 1 }
+        -- A reader passes the readers ahead (they are admitted together), never a writer.
+        if owner and entryKind ~= 'r' and not (client and redis.call('hexists', seenKey, '~dead:' .. client) == 1) then
+          decisive = { owner = owner, mode = 'write', need = 1 }
         end
       end
     end
@@ -93,7 +101,7 @@ if mode == 'read' or mode == 'permits' then
   -- A wait whose entry is not in (the first part of) the line cannot tell who stands ahead of it:
   -- nobody is counted (a missed edge is found later; an edge too many would refuse a live wait).
   if not found then
-    ahead = {}
+    decisive = false
   end
 end
 
@@ -107,20 +115,15 @@ end
 local blockers = {}
 local blockerOrder = {}
 for _, owner in ipairs(holderOrder) do
+  local via = false
   if needs(holders[owner], mode, need) then
-    blockers[owner] = ''
-    blockerOrder[#blockerOrder + 1] = owner
+    via = ''
+  elseif decisive and owner ~= decisive.owner and needs(holders[owner], decisive.mode, decisive.need) then
+    via = decisive.owner
   end
-end
-for _, entry in ipairs(ahead) do
-  -- A reader passes the readers ahead (they are admitted together); nothing else passes anyone.
-  if not (mode == 'read' and entry.mode == 'read') then
-    for _, owner in ipairs(holderOrder) do
-      if not blockers[owner] and owner ~= entry.owner and needs(holders[owner], entry.mode, entry.need) then
-        blockers[owner] = entry.owner
-        blockerOrder[#blockerOrder + 1] = owner
-      end
-    end
+  if via then
+    blockers[owner] = via
+    blockerOrder[#blockerOrder + 1] = owner
   end
 end
 

@@ -155,10 +155,13 @@ export class WaitForGraph {
     // Permits: a holder is needed when `need` could not be free without its permits.
     const needs = (hold: HeldLock, asked: number): boolean => total - hold.permits < asked;
     for (const holder of holders) if (needs(holder[0], need)) add(holder, undefined);
+    // The wait ahead asking for the most needs every holder a smaller one needs: one pass over it.
+    let biggest: WaitNode | undefined;
     this.aheadOf(node, (ahead) => {
-      for (const holder of holders) if (needs(holder[0], ahead.target.need)) add(holder, ahead);
+      if (ahead.target.need > (biggest?.target.need ?? need)) biggest = ahead;
       return false;
     });
+    if (biggest) for (const holder of holders) if (needs(holder[0], biggest.target.need)) add(holder, biggest);
     return found;
   }
 
