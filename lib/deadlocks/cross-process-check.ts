@@ -153,7 +153,6 @@ export class CrossProcessDeadlocks {
     this.written(node, watch, first);
     node.serverStart ??= start;
     await Promise.all(rest.map((entry) => this.writeRecord(entry, node, text, lifeMs).then(() => this.written(node, watch, entry))));
-    if (watch.ended) this.removeLate(node, own);
   }
 
   /**
@@ -164,6 +163,8 @@ export class CrossProcessDeadlocks {
   private written(node: WaitNode, watch: Watch, entry: ChainHold): void {
     if (watch.written.has(entry)) return;
     watch.written.add(entry);
+    // A wait that ended while its records were being written: this one goes at once.
+    if (watch.ended) return this.removeRecord(node, watch, entry);
     entry.frame?.onEnd(() => this.removeRecord(node, watch, entry));
   }
 
@@ -178,11 +179,6 @@ export class CrossProcessDeadlocks {
     const start = node.serverStart === undefined ? '' : node.serverStart;
     const args = [`${hold.ownerId} ${node.id}`, text, lifeMs, start, Math.floor(monotonicNow() - node.startedAt)];
     return engine.call(node.target.name, (ticket) => scripts.record.run(engine.client, [recordsKey(hold.lockKey)], args, ticket));
-  }
-
-  /** A wait that ended while its records were being written: they go too. */
-  private removeLate(node: WaitNode, own: readonly ChainHold[]): void {
-    for (const { hold, engine } of own) engine.client.hdel(recordsKey(hold.lockKey), `${hold.ownerId} ${node.id}`).catch(ignore);
   }
 
   /**
