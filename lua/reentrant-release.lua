@@ -1,6 +1,8 @@
 -- Release one hold of the reentrant (or fair) lock; the last one hands the lock to the first live
--- waiter in line, or wakes the lock's channel when nobody is in line.
--- KEYS[1]  lock hash (see reentrant-acquire.lua)
+-- waiter in line. With nobody in line it publishes nothing: every waiter of this version stands in
+-- the line (docs/hand-off-protocol.md), so there is nobody to wake.
+-- KEYS[1]  lock hash (see reentrant-acquire.lua); field '<owner id>:rls' is set while a release of
+--          this owner left holds behind (a release of that same hold's episode may then be a resend)
 -- KEYS[2]  release record: the outcome of this request, kept for ARGV[2] ms so that a resent
 --          release returns its first answer instead of "not held"
 -- KEYS[3]  waiting line, KEYS[4] waiter deadlines, KEYS[5] waiters' last attempts, KEYS[6] fence
@@ -8,11 +10,13 @@
 -- ARGV[1]  owner id
 -- ARGV[2]  how long to keep the release record, in ms
 -- ARGV[3]  publish command: 'publish', or 'spublish' on a cluster
--- ARGV[4]  unlock message
+-- ARGV[4]  unlock message (the line's head budget ran out: see line-grant-head)
 -- ARGV[5]  '' for a plain release; an acquire request id to release only the hold that request
 --          granted (an acquisition abandoned while its reply was unknown: no phantom hold remains)
 -- ARGV[6]  waiter timeout in ms: the longest lease a grant to a waiter starts with
 -- ARGV[7]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
+-- ARGV[8]  the fencing token of the hold being released, as the caller holds it ('' when unknown):
+--          a plain release of a hold whose token is not the lock's is of an episode that ended
 -- Returns  nil when the owner does not hold the lock (or that request granted nothing),
 --          0 when holds remain (the lease is left as it is: the remaining holds' leases are in
 --          it), 1 when released
@@ -29,21 +33,39 @@ local unlockMessage = ARGV[4]
 local grantedBy = ARGV[5]
 local grantCapMs = ARGV[6]
 local fenceMemoryMs = ARGV[7]
+local heldToken = ARGV[8] or ''
 local callerEntry = ''
 local requestField = ownerId .. ':rq'
 -- The request a line handed the lock to (see line-grant-head)
 local handedField = ownerId .. ':handed:rq'
+local partialField = ownerId .. ':rls'
 local holdKey = lockKey
 
--- #include release-record-prologue
-
-local holds = tonumber(redis.call('hget', lockKey, ownerId))
+local holds
+if grantedBy == '' then
+  local state = redis.call('hmget', lockKey, ownerId, 'fence', partialField)
+  holds = tonumber(state[1])
+  -- The last hold of the episode the caller named, and no release of that episode has left holds
+  -- behind: this release has not run before (a release that ran either ended the episode, and a
+  -- new one has a new token, or left holds and set partialField), so no record is read.
+  local firstRun = holds == 1 and heldToken ~= '' and state[2] == heldToken and not state[3]
+  if not firstRun then
+    -- #include release-record-replay
+    if heldToken ~= '' and state[2] and state[2] ~= heldToken then
+      -- That hold's episode ended (released, lost, or taken over): never a hold of a later one.
+      holds = nil
+    end
+  end
+else
+  -- #include release-undo-check
+  holds = tonumber(redis.call('hget', lockKey, ownerId))
+end
 if not holds then
   return nil
 end
 local outcome
 if holds > 1 then
-  redis.call('hset', lockKey, ownerId, holds - 1)
+  redis.call('hset', lockKey, ownerId, holds - 1, partialField, 1)
   outcome = 0
 else
   redis.call('del', lockKey)
@@ -53,8 +75,6 @@ else
       redis.call('hdel', seenKey, '~grant')
     end
     -- #include line-grant-head
-  else
-    redis.call(publishCommand, lockKey .. ':channel', unlockMessage)
   end
   outcome = 1
 end

@@ -59,6 +59,42 @@ describe.each(ENGINES())('reentrant lock scripts ($name)', (engine: ContractEngi
     expect(await raw.exists(key)).toBe(0);
   });
 
+  it('a release named by its hold\'s fencing token never releases a later episode\'s hold', async () => {
+    const raw = redis.client();
+    const acquire = LuaScript.named('reentrant-acquire');
+    const release = LuaScript.named('reentrant-release');
+    const key = 'lock:{episodes}';
+    const releaseOf = (record: string, token: number) => release.run(raw, releaseKeys(key, record), [...releaseArgs('owner-1', ''), String(token)]);
+    const [first] = (await acquire.run(raw, acquireKeys(key), acquireArgs('owner-1', 'a1'))) as [number];
+    expect(await releaseOf('x1', first)).toBe(1); // the last hold: no record read
+    const [second] = (await acquire.run(raw, acquireKeys(key), acquireArgs('owner-1', 'a2'))) as [number];
+    expect(second).toBeGreaterThan(first);
+    expect(await releaseOf('x1', first)).toBe(1); // resent: its first answer, and the new hold stays
+    expect(await raw.hget(key, 'owner-1')).toBe('1');
+    await raw.del(`${key}:rq:x1`); // even once its record is gone (a resend later than the record lives)
+    expect(await releaseOf('x1', first)).toBeNull();
+    expect(await raw.hget(key, 'owner-1')).toBe('1');
+    expect(await releaseOf('x2', second)).toBe(1);
+    expect(await raw.exists(key)).toBe(0);
+  });
+
+  it('a release that left holds behind is recognised when resent after a re-entry and another release', async () => {
+    const raw = redis.client();
+    const acquire = LuaScript.named('reentrant-acquire');
+    const release = LuaScript.named('reentrant-release');
+    const key = 'lock:{partial-release}';
+    const releaseOf = (record: string, token: number) => release.run(raw, releaseKeys(key, record), [...releaseArgs('owner-1', ''), String(token)]);
+    const [token] = (await acquire.run(raw, acquireKeys(key), acquireArgs('owner-1', 'a1'))) as [number];
+    await acquire.run(raw, acquireKeys(key), acquireArgs('owner-1', 'a2'));
+    expect(await releaseOf('x1', token)).toBe(0); // 2 -> 1: its outcome recorded, the episode marked
+    await acquire.run(raw, acquireKeys(key), acquireArgs('owner-1', 'a3')); // 1 -> 2
+    expect(await releaseOf('x2', token)).toBe(0); // 2 -> 1
+    expect(await releaseOf('x1', token)).toBe(0); // x1 resent: one hold is left, as counted here
+    expect(await raw.hget(key, 'owner-1')).toBe('1');
+    expect(await releaseOf('x3', token)).toBe(1);
+    expect(await raw.exists(key)).toBe(0);
+  });
+
   it('a release bound to an acquire request undoes only the hold that request granted', async () => {
     const raw = redis.client();
     const acquire = LuaScript.named('reentrant-acquire');

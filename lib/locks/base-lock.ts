@@ -7,7 +7,7 @@ import { cancellable, type Cancellation } from '../runtime/cancellation';
 import { observeAcquire, type LockKind } from '../metrics/lock-telemetry';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { LockNotHeldError } from '../errors';
-import { LOCK_LOST, LOST_RELEASE_FOUND_GONE } from '../lock.messages';
+import { LOCK_LOST, LOST_NEW_EPISODE, LOST_RELEASE_FOUND_GONE } from '../lock.messages';
 import { confirmHandOver } from '../runtime/hand-over';
 import type { WaitKind, WaitMode, WaitTarget } from '../deadlocks/wait-node';
 import { monotonicNow } from '../runtime/monotonic-clock';
@@ -46,6 +46,9 @@ const ignore = (): undefined => undefined;
  * The request part of a line entry: the acquisition's request id, then `/<join>` from its second
  * join of the line on (entries are unique per join; the scripts apply the bare request id).
  */
+/** A hold's fencing token as the lock hash stores it ('' for none): see `releaseOwn`. */
+const tokenText = (hold: HeldLock | undefined): string => (hold?.fencingToken === undefined ? '' : String(hold.fencingToken));
+
 export const lineRequest = (requestId: string, join: number): string => (join === 0 ? requestId : `${requestId}/${join}`);
 
 /**
@@ -77,7 +80,7 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
    * One atomic release of one hold; with `grantedBy` (an acquire request id), only of the hold that
    * request granted, if it did.
    */
-  protected abstract releaseOne(requestId: string, grantedBy?: string, ticket?: CallTicket): Promise<ReleaseResult>;
+  protected abstract releaseOne(requestId: string, grantedBy?: string, ticket?: CallTicket, heldToken?: string): Promise<ReleaseResult>;
   /**
    * The script the watchdog replays to renew this owner's hold: it never shortens a longer lease
    * another hold has; `exact`: the lease becomes `leaseMs` (a `minHoldTime` release).
@@ -127,7 +130,7 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     const last = hold ? holds.released(hold) : true;
     const requestId = ids.nextRequest();
     // A plain promise chain rather than an async function: one promise less per release.
-    return this.engine.call(this.name, (ticket) => this.releaseOwn(requestId, ticket)).then(
+    return this.engine.call(this.name, (ticket) => this.releaseOwn(requestId, ticket, hold)).then(
       (result) => this.releaseAnswered(hold, last, result),
       (error: unknown) => {
         // Unknown outcome (no answer in time, Redis unreachable): the holds that remain stay held
@@ -139,9 +142,13 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     );
   }
 
-  /** One release of one of this owner's holds, as `unlock` sends it (a read-write view may answer "the other mode"). */
-  protected releaseOwn(requestId: string, ticket: CallTicket): Promise<ReleaseResult | typeof HOLDS_OTHER_MODE> {
-    return this.releaseOne(requestId, '', ticket);
+  /**
+   * One release of one of this owner's holds, as `unlock` sends it (a read-write view may answer "the
+   * other mode"). With the hold's fencing token, Redis can tell a first release of the hold's last
+   * count from a resent one without reading a release record (lua/reentrant-release.lua).
+   */
+  protected releaseOwn(requestId: string, ticket: CallTicket, hold?: HeldLock): Promise<ReleaseResult | typeof HOLDS_OTHER_MODE> {
+    return this.releaseOne(requestId, '', ticket, tokenText(hold));
   }
 
   /** What Redis answered to `unlock`'s release, against what this process counted. */
@@ -165,7 +172,7 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     let delayMs = RELEASE_RESEND_FIRST_MS;
     const resend = (): void => {
       if (engine.shuttingDown || monotonicNow() >= until) return;
-      engine.call(this.name, (ticket) => this.releaseOwn(requestId, ticket)).then(
+      engine.call(this.name, (ticket) => this.releaseOwn(requestId, ticket, hold)).then(
         (result) => {
           if (hold && !last && result !== 0 && result !== HOLDS_OTHER_MODE && engine.holds.isCurrent(hold)) this.lostOnRelease(hold);
         },
@@ -328,9 +335,25 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
       telemetry: this.engine.telemetry?.holdTelemetry(this.kind, this.name, options),
       grantedLeaseMs: grant.grantedLeaseMs,
     };
+    this.forgetEndedEpisode(grant.fencingToken);
     const hold = this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
     if (grant.grantedLeaseMs !== undefined) confirmHandOver(this.engine, this.name, hold, leaseMs, this.renewalCall(leaseMs));
     return true;
+  }
+
+  /**
+   * A re-entry keeps its hold's fencing token; a grant with another token started a new episode in
+   * Redis: the hold this process still counts had ended there (deleted, flushed, lost in a restart)
+   * before the watchdog could tell. Its bodies are told now (their signal aborts), and the grant
+   * starts a hold of its own, rather than the loss being hidden by the re-acquisition.
+   */
+  private forgetEndedEpisode(grantedToken: number | undefined): void {
+    const { holds, logger } = this.engine;
+    const counted = holds.get(this.lockKey, this.ownerId);
+    if (!counted || grantedToken === undefined || counted.fencingToken === undefined || counted.fencingToken === grantedToken) return;
+    holds.forget(counted);
+    counted.lose(LOST_NEW_EPISODE);
+    logger.warn(LOCK_LOST(this.name, LOST_NEW_EPISODE));
   }
 
   /**

@@ -86,12 +86,12 @@ export class ReentrantLock extends BaseLock {
     );
   }
 
-  protected releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ReleaseResult> {
+  protected releaseOne(requestId: string, grantedBy = '', ticket?: CallTicket, heldToken = ''): Promise<ReleaseResult> {
     const { scripts, client, publishCommand, fenceMemoryMs, options } = this.engine;
     return scripts.reentrantRelease.run(
       client,
       [this.lockKey, LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`), ...this.lineKeys],
-      [this.ownerId, this.engine.releaseRecordTtlMs, publishCommand, WAKE_ONE, grantedBy, options.fairLockWaiterTimeout, fenceMemoryMs],
+      [this.ownerId, this.engine.releaseRecordTtlMs, publishCommand, WAKE_ONE, grantedBy, options.fairLockWaiterTimeout, fenceMemoryMs, heldToken],
       ticket,
     ) as Promise<ReleaseResult>;
   }

@@ -1,22 +1,11 @@
 -- The start of a release that may be a plain release or an undo. A plain release (grantedBy == '')
 -- replays its recorded outcome when it is a resend (release-record-replay.lua) and records its
--- outcome at the end. An undo (grantedBy = an acquire request id) goes on only while that request's
--- grant is the last one applied, or is the grant a line handed to it (handedField: a re-entry of
--- the same owner since then overwrote requestField, not that), and clears the request id: it never
--- takes away a hold another request of the same owner made.
+-- outcome at the end; an undo checks what it may undo (release-undo-check.lua).
 -- Expects  grantedBy, recordKey, holdKey (the hash holding requestField), requestField, handedField
 -- Defines  nothing
 
 if grantedBy == '' then
   -- #include release-record-replay
 else
-  -- Undo only what that acquire request granted. Idempotent by itself (the request id is cleared)
-  -- and never recorded: if ioredis resends the acquire and then this undo, the undo applies again.
-  local applied = redis.call('hget', holdKey, requestField) == grantedBy
-  local handed = redis.call('hget', holdKey, handedField) == grantedBy
-  if not applied and not handed then
-    return nil
-  end
-  if applied then redis.call('hdel', holdKey, requestField) end
-  if handed then redis.call('hdel', holdKey, handedField) end
+  -- #include release-undo-check
 end
