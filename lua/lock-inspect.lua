@@ -21,7 +21,9 @@ for i = 1, #fields, 2 do
   local field = fields[i]
   if field == 'fence' then
     fence = fields[i + 1]
-  elseif string.sub(field, -3) ~= ':rq' then
+  elseif string.match(field, '^%S+:%d+$') then
+    -- An owner id ('<client id>:<n>'); the other fields are its request ids (':rq', ':handed:rq'),
+    -- ':rls' and '~line' (see reentrant-acquire.lua, reentrant-release.lua).
     table.insert(holders, field)
     table.insert(holders, fields[i + 1])
   end

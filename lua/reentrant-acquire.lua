@@ -1,7 +1,9 @@
 -- Acquire, re-enter, or wait in line for the reentrant lock; the fair lock of the same name is the
 -- same lock and runs this script too (its waiters only sleep on channels of their own).
 -- KEYS[1]  lock hash: field <owner id> = hold count, field <owner id>:rq = last applied request id,
---          field fence = the hold's fencing token; the key's TTL is the lease
+--          field fence = the hold's fencing token, field ~line = 1 once a line stands behind the hold
+--          (a hold without it has had nobody in line: its release does not look); the key's TTL is
+--          the lease
 -- KEYS[2]  waiting line: list of waiter entries '<owner id> <request id> <lease ms> <p|f>', first
 --          come first; exists only while someone waits
 -- KEYS[3]  waiter deadlines: sorted set entry -> deadline in ms on the server clock; a waiter that
@@ -78,6 +80,10 @@ if myEntry ~= '' then
   -- A plain waiter sleeps until the lock's TTL; a fair one heartbeats.
   local sleepsForMs = string.sub(myEntry, -1) == 'p' and math.max(ttl, 0) or 0
   -- #include line-join
+  if ttl ~= -2 then
+    -- The hold's release looks for the line only when this is set (reentrant-release.lua).
+    redis.call('hset', lockKey, '~line', 1)
+  end
 end
 if ttl == -2 then
   -- Free, and left to a waiter of an older version that stands first: it tries by itself soon.

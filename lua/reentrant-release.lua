@@ -1,8 +1,8 @@
 -- Release one hold of the reentrant (or fair) lock; the last one hands the lock to the first live
 -- waiter in line. With nobody in line it publishes nothing: every waiter of this version stands in
 -- the line (docs/hand-off-protocol.md), so there is nobody to wake.
--- KEYS[1]  lock hash (see reentrant-acquire.lua); field '<owner id>:rls' is set while a release of
---          this owner left holds behind (a release of that same hold's episode may then be a resend)
+-- KEYS[1]  lock hash (see reentrant-acquire.lua); field '<owner id>:rls' is set once a release of
+--          this owner left holds behind (a release of that hold's episode may then be a resend)
 -- KEYS[2]  release record: the outcome of this request, kept for ARGV[2] ms so that a resent
 --          release returns its first answer instead of "not held"
 -- KEYS[3]  waiting line, KEYS[4] waiter deadlines, KEYS[5] waiters' last attempts, KEYS[6] fence
@@ -42,9 +42,13 @@ local partialField = ownerId .. ':rls'
 local holdKey = lockKey
 
 local holds
+-- Whether a line ever stood behind this hold (field '~line', set by a waiter that joined it or the
+-- grant that handed it over): a hold without it has nobody to hand the lock to.
+local lineBehind
 if grantedBy == '' then
-  local state = redis.call('hmget', lockKey, ownerId, 'fence', partialField)
+  local state = redis.call('hmget', lockKey, ownerId, 'fence', partialField, '~line')
   holds = tonumber(state[1])
+  lineBehind = state[4]
   -- The last hold of the episode the caller named, and no release of that episode has left holds
   -- behind: this release has not run before (a release that ran either ended the episode, and a
   -- new one has a new token, or left holds and set partialField), so no record is read.
@@ -58,7 +62,9 @@ if grantedBy == '' then
   end
 else
   -- #include release-undo-check
-  holds = tonumber(redis.call('hget', lockKey, ownerId))
+  local state = redis.call('hmget', lockKey, ownerId, '~line')
+  holds = tonumber(state[1])
+  lineBehind = state[2]
 end
 if not holds then
   return nil
@@ -69,7 +75,7 @@ if holds > 1 then
   outcome = 0
 else
   redis.call('del', lockKey)
-  if redis.call('exists', lineKey) == 1 then
+  if lineBehind and redis.call('exists', lineKey) == 1 then
     -- The grantee released: its grant was taken (see line-failed-grantee).
     if redis.call('hget', seenKey, '~grant') == ownerId then
       redis.call('hdel', seenKey, '~grant')

@@ -36,8 +36,9 @@ if entry then
     local grantMs = math.min(tonumber(entryLease), tonumber(grantCapMs))
     -- #include fence-token
     -- ':handed:rq' keeps the handed request apart: a re-entry of the same owner overwrites ':rq'.
+    -- '~line': a line stood behind this hold (see reentrant-release.lua).
     redis.call('hset', lockKey, entryOwner, 1, entryOwner .. ':rq', entryRequest, entryOwner .. ':handed:rq', entryRequest,
-      'fence', tokenText)
+      'fence', tokenText, '~line', 1)
     redis.call('pexpire', lockKey, grantMs)
     redis.call('hset', seenKey, '~grant', entryOwner)
     if entry ~= callerEntry then
