@@ -77,9 +77,11 @@ export class LockService {
   }
 
   /**
-   * Who holds the lock `name`, in one round trip: holders with their hold counts and module
-   * instances (client name, host, pid, start time), the remaining lease, the fencing token, and
-   * the waiting line if a fair lock of the name has one. A free lock says `locked: false`.
+   * Who holds the lock `name`, in one round trip: holders with their hold counts, module
+   * instances (client name, host, pid, start time) and `heldSince`, the remaining lease, the
+   * fencing token, the waiting line if a fair lock of the name has one, and the Redis server's
+   * clock (`serverTime`, ms) that `ttl` and `heldSince` are on: a hold's age is
+   * `serverTime - heldSince` whatever this process's clock says. A free lock says `locked: false`.
    * @throws {@link InvalidLockNameError} (rejects) `name` is not a non-empty string (or {@link LockNameTooLongError} when too long).
    * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
    */

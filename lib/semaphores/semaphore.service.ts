@@ -53,7 +53,11 @@ export class SemaphoreService {
     return this.engine.ownerContext.current();
   }
 
-  /** The holders (permit id, permits, remaining lease, fencing token) and the waiters in line order. */
+  /**
+   * The holders (permit id, permits, remaining lease, fencing token, `heldSince`), the waiters in
+   * line order with the permits each asks for, and the Redis server's clock (`serverTime`, ms) the
+   * leases and `heldSince` are on.
+   */
   inspect(name: string): Promise<SemaphoreInfo> {
     checkLockName(name);
     return new Semaphore(this.engine, name, 1).inspect();

@@ -11,6 +11,7 @@ import type { LockEngine } from '../runtime/lock-engine';
 import { confirmHandOver } from '../runtime/hand-over';
 import { SemaphoreLimitError } from './semaphore-errors';
 import type { WaitTarget } from '../deadlocks/wait-node';
+import { heldSinceOfToken } from '../introspection/held-since';
 
 const semaphoreScripts = {
   acquire: LuaScript.named('semaphore-acquire'),
@@ -65,7 +66,12 @@ export interface SemaphoreInfo {
   readonly permits: number | undefined;
   /** Permits free right now (`undefined` when the semaphore is not in use: all of them). */
   readonly available: number | undefined;
-  /** Live holders: permit id (an owner id, `clientId:n`), permits taken, remaining lease in ms, fencing token. */
+  /**
+   * The Redis server's clock when it answered, in ms since the epoch: each holder's `ttl` and
+   * `heldSince` are on it (a holder's age is `serverTime - heldSince`).
+   */
+  readonly serverTime: number;
+  /** Live holders: permit id (an owner id, `clientId:n`), permits taken, remaining lease in ms, fencing token, held since. */
   readonly holders: ReadonlyArray<{
     /** The permit id (an owner id). */
     ownerId: string;
@@ -75,6 +81,11 @@ export interface SemaphoreInfo {
     ttl: number;
     /** The permits' fencing token. */
     fencingToken: number;
+    /**
+     * When the permits were granted, in ms on the server's clock: read from the fencing token (the
+     * server's clock in µs at the grant; see `LockHolderInfo.heldSince` for its precision).
+     */
+    heldSince?: number;
   }>;
   /** Waiters in line order, with the permits each asks for. */
   readonly waiters: ReadonlyArray<{
@@ -205,21 +216,25 @@ export class Semaphore {
 
   /** @internal The state as `SemaphoreService.inspect` reports it. */
   async inspect(): Promise<SemaphoreInfo> {
-    const [limit, used, holders, waiters] = await this.read(true);
+    const [limit, used, holders, waiters, serverTime] = await this.read(true);
     const info: SemaphoreInfo = {
       name: this.name,
       kind: 'semaphore',
       permits: limit || undefined,
       available: limit ? Math.max(0, limit - used) : undefined,
+      serverTime,
       holders: [],
       waiters: [],
     };
     for (let i = 0; i < holders.length; i += 4) {
+      const fencingToken = Number(holders[i + 3]);
+      const heldSince = heldSinceOfToken(fencingToken, serverTime);
       (info.holders as unknown[]).push({
         ownerId: String(holders[i]),
         permits: Number(holders[i + 1]),
         ttl: Number(holders[i + 2]),
-        fencingToken: Number(holders[i + 3]),
+        fencingToken,
+        ...(heldSince === undefined ? {} : { heldSince }),
       });
     }
     for (let i = 0; i < waiters.length; i += 2) {
@@ -248,7 +263,7 @@ export class Semaphore {
     return reply === null || reply === undefined ? null : Number(reply);
   }
 
-  private read(detailed: boolean): Promise<[number, number, unknown[], unknown[]]> {
+  private read(detailed: boolean): Promise<[number, number, unknown[], unknown[], number]> {
     const { engine, keys } = this;
     return engine.call(this.name, async (ticket) => {
       const reply = (await semaphoreScripts.inspect.run(
@@ -256,8 +271,8 @@ export class Semaphore {
         [keys.base, keys.leases, keys.line, keys.deadlines],
         [detailed ? 1 : 0],
         ticket,
-      )) as [number, number, unknown[], unknown[]];
-      return [Number(reply[0]), Number(reply[1]), reply[2] ?? [], reply[3] ?? []];
+      )) as [number, number, unknown[], unknown[], number];
+      return [Number(reply[0]), Number(reply[1]), reply[2] ?? [], reply[3] ?? [], Number(reply[4])];
     });
   }
 
