@@ -7,12 +7,13 @@ export { ReadWriteLockService } from './read-write-lock.service';
 export type { ReadWriteLock } from './locks/read-write-lock';
 export { SemaphoreService } from './semaphores/semaphore.service';
 export type { Semaphore, Permit } from './semaphores/semaphore';
-export type { AcquireOptions, SemaphoreOptions, SemaphoreRunOptions, SemaphoreInfo } from './semaphores/semaphore';
+export type { AcquireOptions, SemaphoreOptions, SemaphoreRunOptions, SemaphoreInfo, SemaphoreForceReleaseOptions } from './semaphores/semaphore';
 export { SemaphoreLimitError } from './semaphores/semaphore-errors';
 export { DistributedSemaphore } from './decorators/distributed-semaphore.decorator';
 export type { DistributedSemaphoreOptions } from './decorators/semaphore-method';
 export type {
   Lock,
+  ForceUnlockOptions,
   LockOptions,
   TryLockOptions,
   RunOptions,

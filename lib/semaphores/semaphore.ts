@@ -1,5 +1,6 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
-import { INVALID_TAKE } from '../lock.messages';
+import { FORCE_RELEASE_BAD_PERMIT_ID, FORCE_RELEASE_BAD_TOKEN, INVALID_TAKE } from '../lock.messages';
+import { forceReleaseToken } from '../validators';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../locks/acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import type { CallTicket } from '../redis/bounded-call';
@@ -18,6 +19,7 @@ const semaphoreScripts = {
   release: LuaScript.named('semaphore-release'),
   renew: LuaScript.named('semaphore-renew'),
   inspect: LuaScript.named('semaphore-inspect'),
+  forceRelease: LuaScript.named('semaphore-force-release'),
 };
 
 /** Options of `Semaphore.acquire()` / `tryAcquire()`. */
@@ -51,6 +53,17 @@ export interface AcquireOptions {
 export interface SemaphoreOptions {
   /** The limit: at most this many permits are held at once, across every process. */
   permits: number;
+}
+
+/** Which holder `SemaphoreService.forceRelease()` takes permits back from. */
+export interface SemaphoreForceReleaseOptions {
+  /**
+   * The holder's permit id (its `ownerId` in `inspect()`). Optional: the token alone names one
+   * holder (tokens are unique per semaphore); with it the lookup is one read instead of one per holder.
+   */
+  permitId?: string;
+  /** The fencing token of the holder's permits, as `inspect()` showed it: nothing is released unless that holder still holds them with it. */
+  fencingToken: number;
 }
 
 /** Options of `SemaphoreService.run()`. */
@@ -241,6 +254,33 @@ export class Semaphore {
       (info.waiters as unknown[]).push({ ownerId: String(waiters[i]), permits: Number(waiters[i + 1]) });
     }
     return info;
+  }
+
+  /**
+   * Takes one holder's permits back by force, only while the holder with `fencingToken` (and
+   * `permitId`, when given) still holds them; the freed permits go to the waiters at the head of the
+   * line, as after a release. Resolves true when it took them back, false when no live holder
+   * holds permits with that token (released, lost, or never granted). The holder learns it lost
+   * them at its next renewal (its permit's `signal` aborts with `LockLostError`).
+   * @throws `TypeError` (rejects) `fencingToken` is not a positive whole number, or `permitId` is not a non-empty string.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
+   */
+  async forceRelease(holder: SemaphoreForceReleaseOptions): Promise<boolean> {
+    const token = forceReleaseToken('forceRelease', holder?.fencingToken);
+    if (!token) throw new TypeError(FORCE_RELEASE_BAD_TOKEN('forceRelease', undefined));
+    const permitId = holder.permitId ?? '';
+    if (typeof permitId !== 'string' || (holder.permitId !== undefined && permitId === '')) throw new TypeError(FORCE_RELEASE_BAD_PERMIT_ID(holder.permitId));
+    const { engine, keys } = this;
+    const { client, publishCommand, fenceMemoryMs, options } = engine;
+    const reply = await engine.call(this.name, (ticket) =>
+      semaphoreScripts.forceRelease.run(
+        client,
+        [keys.base, keys.leases, keys.line, keys.deadlines, keys.channel, keys.fence],
+        [permitId, token, publishCommand, options.fairLockWaiterTimeout, fenceMemoryMs],
+        ticket,
+      ),
+    );
+    return Number(reply) === 1;
   }
 
   /**
