@@ -31,6 +31,9 @@ export type {
   LockWaiterInfo,
   LockInstanceInfo,
   ListLocksOptions,
+  LiveInstanceInfo,
+  LiveInstances,
+  LiveInstancesOptions,
 } from './introspection/lock-info';
 export type { LockKind, AcquireOutcome } from './metrics/lock-telemetry';
 export type { DistributedLockOptions, LockKey, LockMode, ModeLockOptions } from './decorators/distributed-lock.options';

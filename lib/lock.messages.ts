@@ -351,6 +351,9 @@ export const GLOB_INVALID = (pattern: string, why: string): string => `list({ ma
 export const LIST_BAD_COUNT = (count: unknown, max: number): string =>
   `list({ count: ${show(count)} }) is refused: count must be a whole number from 1 to ${max} (keys SCAN looks at per round trip; a huge one blocks Redis)`;
 
+export const INSTANCES_BAD_COUNT = (count: unknown, max: number): string =>
+  `liveInstances({ count: ${show(count)} }) is refused: count must be a whole number from 1 to ${max} (instances listed per call)`;
+
 export const GLOB_TOO_COSTLY = (pattern: string, why: string): string =>
   `list({ match: ${quoteName(pattern)} }) is refused: the pattern is too costly to match: ${why}`;
 

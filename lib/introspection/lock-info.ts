@@ -67,6 +67,31 @@ export interface LockInfo {
   readonly serverTime: number;
 }
 
+/** A module instance that is alive now, as `LockService.liveInstances()` lists it. */
+export interface LiveInstanceInfo extends LockInstanceInfo {
+  /**
+   * Until when it counts as alive, in ms on the server's clock: one watchdog lease past its last
+   * heartbeat (a watchdog round, every third of a lease), unless its next heartbeat moves it on.
+   */
+  readonly aliveUntil: number;
+}
+
+/** What `LockService.liveInstances()` resolves. */
+export interface LiveInstances {
+  /** The Redis server's clock when it answered (ms since the epoch): `aliveUntil` is on it. */
+  readonly serverTime: number;
+  /** Live instances, the one soonest to expire first (at most `count`). */
+  readonly instances: readonly LiveInstanceInfo[];
+  /** True when more live instances exist than were listed (`count` was reached). */
+  readonly more: boolean;
+}
+
+/** Options of `LockService.liveInstances()`. */
+export interface LiveInstancesOptions {
+  /** How many instances to list at most (default 100; 1 to 1,000, else a `TypeError`). */
+  count?: number;
+}
+
 /** Options of `LockService.list()`. */
 export interface ListLocksOptions {
   /**

@@ -2,23 +2,36 @@ import { LockKeys } from '../redis/lock-keys';
 import { escapeRedisGlob } from '../redis/redis-glob';
 import { SemaphoreKeys } from '../semaphores/semaphore';
 import { NameGlob } from './name-glob';
-import { LIST_BAD_COUNT } from '../lock.messages';
+import { INSTANCES_BAD_COUNT, LIST_BAD_COUNT } from '../lock.messages';
 import { LuaScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import { withTimeout, type CallTicket } from '../redis/bounded-call';
 import { clientIdOf, parseInstance, type InstanceRegistry } from '../runtime/instance-registry';
-import type { ListLocksOptions, LockHolderInfo, LockInfo, LockInstanceInfo, LockWaiterInfo } from './lock-info';
+import type {
+  ListLocksOptions,
+  LiveInstanceInfo,
+  LiveInstances,
+  LiveInstancesOptions,
+  LockHolderInfo,
+  LockInfo,
+  LockInstanceInfo,
+  LockWaiterInfo,
+} from './lock-info';
 import { heldSinceOfToken, recordedHeldSince } from './held-since';
 
 const scripts = {
   lock: LuaScript.named('lock-inspect'),
   readWrite: LuaScript.named('rw-inspect'),
   semaphore: LuaScript.named('semaphore-inspect'),
+  liveInstances: LuaScript.named('instance-list'),
 };
 
 const DEFAULT_SCAN_COUNT = 100;
 /** SCAN's COUNT is work Redis does in one command, blocking every other client meanwhile: bounded. */
 const MAX_SCAN_COUNT = 10_000;
+const DEFAULT_INSTANCE_COUNT = 100;
+/** Instances listed per call: each may cost one HGETALL in the script (or one lookup on a cluster). */
+const MAX_INSTANCE_COUNT = 1_000;
 
 type Instances = Map<string, LockInstanceInfo>;
 
@@ -179,6 +192,33 @@ export class LockInspector {
         }
       } while (cursor !== '0');
     }
+  }
+
+  /**
+   * The live module instances, from the index their heartbeats keep (no SCAN): at most `count`, in
+   * one script call that also drops up to 100 expired members it meets; on a cluster, whose
+   * instance hashes live in other slots, their identities cost one lookup each. An index member
+   * whose identity is gone (it shut down meanwhile) is left out.
+   */
+  async liveInstances(options: LiveInstancesOptions = {}): Promise<LiveInstances> {
+    const count = options.count ?? DEFAULT_INSTANCE_COUNT;
+    if (!Number.isInteger(count) || count < 1 || count > MAX_INSTANCE_COUNT) throw new TypeError(INSTANCES_BAD_COUNT(count, MAX_INSTANCE_COUNT));
+    const { client, instances } = this.engine;
+    const reply = (await this.engine.call('liveInstances', (ticket) =>
+      scripts.liveInstances.run(client, [instances.indexKey], [count, this.instancePrefixForScripts()], ticket),
+    )) as [number, number, unknown[]];
+    const [serverTime, more, listed] = [Number(reply[0]), Number(reply[1]) === 1, reply[2] ?? []];
+    const alive: Array<[string, number, unknown]> = [];
+    for (let i = 0; i + 2 < listed.length; i += 3) alive.push([String(listed[i]), Number(listed[i + 1]), listed[i + 2]]);
+    const fields = alive.flatMap(([clientId, , hash]) => [clientId, hash]);
+    // Owner ids of the listed clients (`clientId:0`): `instances()` maps them to their identities.
+    const known = await this.instances(fields, alive.map(([clientId]) => `${clientId}:0`), 'liveInstances');
+    const result: LiveInstanceInfo[] = [];
+    for (const [clientId, aliveUntil] of alive) {
+      const info = known.get(clientId);
+      if (info) result.push({ ...info, aliveUntil });
+    }
+    return { serverTime, instances: result, more };
   }
 
   private masters(): RedisClient[] {
