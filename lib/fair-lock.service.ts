@@ -43,7 +43,8 @@ export class FairLockService {
 
   /**
    * Who holds the lock `name` and who waits for it, in line order, with each one's module instance,
-   * in one round trip (see `LockService.inspect`).
+   * in one round trip (see `LockService.inspect`): each holder's `heldSince` and the server's
+   * clock (`serverTime`) included.
    */
   inspect(name: string): Promise<LockInfo> {
     try {

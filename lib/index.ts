@@ -7,12 +7,13 @@ export { ReadWriteLockService } from './read-write-lock.service';
 export type { ReadWriteLock } from './locks/read-write-lock';
 export { SemaphoreService } from './semaphores/semaphore.service';
 export type { Semaphore, Permit } from './semaphores/semaphore';
-export type { AcquireOptions, SemaphoreOptions, SemaphoreRunOptions, SemaphoreInfo } from './semaphores/semaphore';
+export type { AcquireOptions, SemaphoreOptions, SemaphoreRunOptions, SemaphoreInfo, SemaphoreForceReleaseOptions } from './semaphores/semaphore';
 export { SemaphoreLimitError } from './semaphores/semaphore-errors';
 export { DistributedSemaphore } from './decorators/distributed-semaphore.decorator';
 export type { DistributedSemaphoreOptions } from './decorators/semaphore-method';
 export type {
   Lock,
+  ForceUnlockOptions,
   LockOptions,
   TryLockOptions,
   RunOptions,
@@ -30,6 +31,9 @@ export type {
   LockWaiterInfo,
   LockInstanceInfo,
   ListLocksOptions,
+  LiveInstanceInfo,
+  LiveInstances,
+  LiveInstancesOptions,
 } from './introspection/lock-info';
 export type { LockKind, AcquireOutcome } from './metrics/lock-telemetry';
 export type { DistributedLockOptions, LockKey, LockMode, ModeLockOptions } from './decorators/distributed-lock.options';

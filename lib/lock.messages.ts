@@ -136,6 +136,17 @@ export const INVALID_PERMITS = (value: unknown): string => `permits must be a wh
 export const INVALID_TAKE = (permits: number, take: unknown): string =>
   `take must be a whole number from 1 to the semaphore's permits (${permits}) (got ${String(take)})`;
 
+// --- force release conditional on a fencing token ---
+
+export const FORCE_RELEASE_BAD_TOKEN = (call: string, token: unknown): string =>
+  `${call}({ fencingToken: ${show(token)} }) is refused: fencingToken must be a positive whole number (a token inspect() or getFencingToken() gave)`;
+
+export const FORCE_RELEASE_NO_TOKEN = (call: string, what: string): string =>
+  `${call}({ fencingToken }) is refused: ${what} has no fencing token to compare (call it without options to release whoever holds it)`;
+
+export const FORCE_RELEASE_BAD_PERMIT_ID = (permitId: unknown): string =>
+  `forceRelease({ permitId: ${show(permitId)} }) is refused: permitId must be a holder's owner id (a non-empty string, as inspect() lists it)`;
+
 // --- jobs and consumers (skipIfLocked, minHoldTime) ---
 
 const showNames = (name: string | readonly string[]): string =>
@@ -340,6 +351,9 @@ export const GLOB_INVALID = (pattern: string, why: string): string => `list({ ma
 
 export const LIST_BAD_COUNT = (count: unknown, max: number): string =>
   `list({ count: ${show(count)} }) is refused: count must be a whole number from 1 to ${max} (keys SCAN looks at per round trip; a huge one blocks Redis)`;
+
+export const INSTANCES_BAD_COUNT = (count: unknown, max: number): string =>
+  `liveInstances({ count: ${show(count)} }) is refused: count must be a whole number from 1 to ${max} (instances listed per call)`;
 
 export const GLOB_TOO_COSTLY = (pattern: string, why: string): string =>
   `list({ match: ${quoteName(pattern)} }) is refused: the pattern is too costly to match: ${why}`;

@@ -9,7 +9,7 @@ import { ReentrantLock } from './locks/reentrant-lock';
 import { LockEngine } from './runtime/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
 import { runNamed } from './locks/run-locked';
-import type { ListLocksOptions, LockInfo } from './introspection/lock-info';
+import type { ListLocksOptions, LiveInstances, LiveInstancesOptions, LockInfo } from './introspection/lock-info';
 import { checkLockName } from './validators';
 
 /** Reentrant locks, multi-locks and RedLock, plus `run` for the common acquire/work/release shape. */
@@ -77,9 +77,11 @@ export class LockService {
   }
 
   /**
-   * Who holds the lock `name`, in one round trip: holders with their hold counts and module
-   * instances (client name, host, pid, start time), the remaining lease, the fencing token, and
-   * the waiting line if a fair lock of the name has one. A free lock says `locked: false`.
+   * Who holds the lock `name`, in one round trip: holders with their hold counts, module
+   * instances (client name, host, pid, start time) and `heldSince`, the remaining lease, the
+   * fencing token, the waiting line if a fair lock of the name has one, and the Redis server's
+   * clock (`serverTime`, ms) that `ttl` and `heldSince` are on: a hold's age is
+   * `serverTime - heldSince` whatever this process's clock says. A free lock says `locked: false`.
    * @throws {@link InvalidLockNameError} (rejects) `name` is not a non-empty string (or {@link LockNameTooLongError} when too long).
    * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
    */
@@ -102,6 +104,19 @@ export class LockService {
    */
   list(options?: ListLocksOptions): AsyncIterable<LockInfo> {
     return this.inspector.list(options);
+  }
+
+  /**
+   * The module instances (processes using this library on this Redis and key prefix) alive now,
+   * from the index their watchdog heartbeats keep: no SCAN, at most `count` (default 100, at most
+   * 1,000) per call, `more` saying whether others were left out, each with its identity (client
+   * name, host, pid, start time) and `aliveUntil`, on the server's clock (`serverTime`). An
+   * instance that crashed drops out one watchdog lease after its last heartbeat.
+   * @throws `TypeError` (rejects) `count` is not a whole number from 1 to 1,000.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
+   */
+  liveInstances(options?: LiveInstancesOptions): Promise<LiveInstances> {
+    return this.inspector.liveInstances(options);
   }
 
   /**

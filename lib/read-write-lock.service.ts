@@ -59,7 +59,9 @@ export class ReadWriteLockService {
 
   /**
    * Who holds the read-write lock `name` and in which mode (each reader and the writer, with hold
-   * counts and module instances), its lease and, in write mode, the fencing token; one round trip.
+   * counts, module instances and `heldSince`: a read hold's start is recorded when it begins, the
+   * write hold's is read from its fencing token), its lease and, in write mode, the fencing token,
+   * and the Redis server's clock (`serverTime`, ms) those are on; one round trip.
    */
   inspect(name: string): Promise<LockInfo> {
     try {

@@ -1,5 +1,5 @@
 import { InvalidLockNameError, LockNameTooLongError } from './errors';
-import { INVALID_PERMITS, INVALID_TIME } from './lock.messages';
+import { FORCE_RELEASE_BAD_TOKEN, INVALID_PERMITS, INVALID_TIME } from './lock.messages';
 
 /**
  * Throws an `InvalidLockNameError` (a `TypeError`, answered 400) naming the value unless `name` is a
@@ -54,4 +54,14 @@ export function checkPermits(permits: unknown): asserts permits is number {
   if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1) {
     throw new RangeError(INVALID_PERMITS(permits));
   }
+}
+
+/**
+ * The fencing token a conditional force release compares, as the scripts store it (decimal text);
+ * '' when `token` is undefined (release whoever holds it). A token is a positive safe integer.
+ */
+export function forceReleaseToken(call: string, token: unknown): string {
+  if (token === undefined) return '';
+  if (typeof token !== 'number' || !Number.isSafeInteger(token) || token < 1) throw new TypeError(FORCE_RELEASE_BAD_TOKEN(call, token));
+  return String(token);
 }

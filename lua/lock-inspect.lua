@@ -6,7 +6,9 @@
 -- ARGV[1]  instance key prefix: when not empty, the instance hash ARGV[1] .. '{' .. client id .. '}'
 --          of every holder and waiter is read too (standalone Redis only: those keys are not declared)
 -- Returns  { pttl, fence or nil, { owner id, hold count, ... }, { waiter entry, ... } in line
---          order (waiters whose deadline passed are left out), { client id, { field, value, ... }, ... } }
+--          order (waiters whose deadline passed are left out), { client id, { field, value, ... }, ... },
+--          now (ms, server clock) }. The hold began when its fence was taken: a token is the server
+--          clock in µs at the grant, or last + 1 when that is larger (see fence-token)
 local lockKey = KEYS[1]
 local lineKey = KEYS[2]
 local deadlinesKey = KEYS[3]
@@ -47,4 +49,4 @@ if instancePrefix ~= '' then
   for _, entry in ipairs(waiters) do addInstance(string.match(entry, '^%S+')) end
 end
 
-return { redis.call('pttl', lockKey), fence, holders, waiters, instances }
+return { redis.call('pttl', lockKey), fence, holders, waiters, instances, now }

@@ -65,7 +65,7 @@ if applied or handedHere then
   elseif string.sub(myEntry, -1) == 'r' and readsToo then
     granted = true
     if redis.call('hincrby', rwKey, readField, -1) <= 0 then
-      redis.call('hdel', rwKey, readField)
+      redis.call('hdel', rwKey, readField, 'since:' .. ownerId)
       if not isWriter then
         redis.call('zrem', leasesKey, ownerId)
       end

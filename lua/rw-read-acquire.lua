@@ -1,7 +1,8 @@
 -- Acquire or re-enter the read lock of a read-write lock, or wait in its line.
 -- KEYS[1]  read-write hash: mode = 'read' | 'write'; writer = the writer's owner id and writes = its
 --          hold count (write mode only); read:<owner id> = that owner's read hold count;
---          rq:<owner id> = that owner's last applied acquire request id
+--          rq:<owner id> = that owner's last applied acquire request id; since:<owner id> = when
+--          that owner's read hold began (ms, server clock), kept while it holds any
 -- KEYS[2]  leases: sorted set owner id -> lease deadline in ms on the server clock, one entry per
 --          owner holding anything, so a crashed reader's hold ends while the others keep theirs;
 --          an owner's entry is its longest hold's (a shorter one never lowers it); the hash and
@@ -66,8 +67,13 @@ if mayRead or writer == ownerId or (mode == 'read' and redis.call('hexists', rwK
   end
   -- Applied already: the last request, or the one the line handed the lock to (rw-grant-line).
   if redis.call('hget', rwKey, requestField) ~= requestId and redis.call('hget', rwKey, 'handed:rq:' .. ownerId) ~= requestId then
-    redis.call('hincrby', rwKey, readField, 1)
-    redis.call('hset', rwKey, requestField, requestId)
+    -- The owner's first read hold records when it started (since:<owner id>, ms on the server
+    -- clock; inspect's heldSince), in the call that records the request: no call more.
+    if redis.call('hincrby', rwKey, readField, 1) == 1 then
+      redis.call('hset', rwKey, requestField, requestId, 'since:' .. ownerId, now)
+    else
+      redis.call('hset', rwKey, requestField, requestId)
+    end
   end
   -- GT: a hold with a shorter lease (a read inside a write) never shortens the owner's lease.
   redis.call('zadd', leasesKey, 'gt', now + leaseMs, ownerId)

@@ -34,7 +34,7 @@ local outcome = 0
 if count > 1 then
   redis.call('hset', rwKey, readField, count - 1)
 else
-  redis.call('hdel', rwKey, readField)
+  redis.call('hdel', rwKey, readField, 'since:' .. ownerId)
   if not isWriter then
     redis.call('hdel', rwKey, requestField)
     redis.call('zrem', leasesKey, ownerId)

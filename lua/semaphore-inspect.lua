@@ -6,7 +6,8 @@
 -- ARGV[1]  '1' to list holders and waiters; '0' for the counts only
 -- Returns  {limit (0 when the semaphore is not in use), permits held by live holders,
 --          {permit id, permits, remaining lease ms, fencing token, ...},
---          {permit id, permits asked for, ...} of live waiters in line order}
+--          {permit id, permits asked for, ...} of live waiters in line order, now (ms, server
+--          clock)}; a holder's permits were granted when its token was taken (see fence-token)
 local semKey = KEYS[1]
 local leasesKey = KEYS[2]
 local lineKey = KEYS[3]
@@ -43,4 +44,4 @@ if detailed then
     end
   end
 end
-return { limit, used, holders, waiters }
+return { limit, used, holders, waiters, now }

@@ -49,6 +49,23 @@ describeOnCluster('inspect and list on a Redis Cluster (3 masters)', () => {
     await cluster?.stop();
   });
 
+  it('liveInstances: the index (one key) lists every instance, identities looked up in their own slots; heldSince and serverTime too', async () => {
+    const ids = [inspector, holder, third].map(clientIdOf);
+    await waitUntil(async () => (await inspector.get(LockService).liveInstances()).instances.length === 3);
+    const live = await inspector.get(LockService).liveInstances();
+    expect(live.instances.map((i) => i.clientId).sort()).toEqual([...ids].sort());
+    expect(live.instances.find((i) => i.clientId === clientIdOf(holder))).toMatchObject({ clientName: 'cluster-holder', host: hostname(), pid: process.pid });
+    expect(live.instances.every((i) => i.aliveUntil > live.serverTime)).toBe(true);
+
+    const [name] = (await spread('since')).map((group) => group[0]);
+    const lock = holder.get(LockService).getLock(name);
+    await lock.lock();
+    const info = await inspector.get(LockService).inspect(name);
+    expect(info.holders[0].heldSince).toBe(Math.floor(lock.getFencingToken()! / 1000));
+    expect(info.serverTime).toBeGreaterThanOrEqual(info.holders[0].heldSince!);
+    await lock.unlock();
+  });
+
   it('inspect: holder identity (from another module instance), hold count, token and TTL for names on each shard', async () => {
     const names = (await spread('hold')).map((group) => group[0]);
     const owners = await Promise.all(names.map((name) => cluster.masterOf(lockKey(name))));
@@ -83,7 +100,7 @@ describeOnCluster('inspect and list on a Redis Cluster (3 masters)', () => {
       await lock.unlock();
     }
     for (const name of names) {
-      expect(await inspector.get(LockService).inspect(name)).toEqual({ name, kind: 'reentrant', locked: false, ttl: -2, holders: [] });
+      expect(await inspector.get(LockService).inspect(name)).toEqual({ name, kind: 'reentrant', locked: false, ttl: -2, holders: [], serverTime: expect.any(Number) });
     }
   });
 

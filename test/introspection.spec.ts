@@ -80,6 +80,7 @@ describe('inspect and list', () => {
       locked: false,
       ttl: -2,
       holders: [],
+      serverTime: expect.any(Number),
     });
   });
 

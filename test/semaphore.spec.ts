@@ -205,7 +205,7 @@ describe('SemaphoreService', () => {
     await waitUntil(async () => (await semaphores.inspect('inspected')).waiters.length === 2);
     const info = await semaphores.inspect('inspected');
     expect(info).toMatchObject({ name: 'inspected', kind: 'semaphore', permits: 3, available: 1 });
-    expect(info.holders).toEqual([{ ownerId: held.ownerId, permits: 2, ttl: expect.any(Number), fencingToken: held.fencingToken }]);
+    expect(info.holders).toEqual([{ ownerId: held.ownerId, permits: 2, ttl: expect.any(Number), fencingToken: held.fencingToken, heldSince: expect.any(Number) }]);
     expect(info.holders[0].ttl).toBeGreaterThan(5_000);
     expect(info.waiters.map((w) => w.permits)).toEqual([2, 1]);
     // The 1-permit waiter does not pass the 2-permit one, although a permit is free.

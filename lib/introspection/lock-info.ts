@@ -14,6 +14,17 @@ export interface LockHolderInfo {
   readonly instance?: LockInstanceInfo;
   /** A semaphore holder's fencing token (in `list`; a lock's token is the record's `fencingToken`). */
   readonly fencingToken?: number;
+  /**
+   * When this hold began, in ms since the epoch on the Redis server's clock (compare it with the
+   * record's `serverTime`, never with this process's clock). A re-entry keeps it; a read-write
+   * lock's owner that holds both modes has one per mode. For a hold with a fencing token (a
+   * reentrant or fair lock, a write hold, a semaphore holder) it is read from the token, which is
+   * the server's clock in µs at the grant unless that would not be above the name's last token:
+   * exact to the ms unless the server clock stepped back (then it is later than the grant by at
+   * most the step, and never after `serverTime`). A read hold records it when it begins. Absent
+   * when the hold carries neither (one taken by an older version of this library).
+   */
+  readonly heldSince?: number;
 }
 
 /** One waiter in a fair lock's line (or a semaphore's), in line order. */
@@ -22,6 +33,8 @@ export interface LockWaiterInfo {
   readonly ownerId: string;
   /** The waiter's module instance, when it is registered. */
   readonly instance?: LockInstanceInfo;
+  /** A semaphore waiter's permits asked for (its `take`); absent for a lock's waiter. */
+  readonly permits?: number;
 }
 
 /** What `inspect(name)` and `list()` report about one lock (`list` reports semaphores too). */
@@ -46,6 +59,37 @@ export interface LockInfo {
   readonly permits?: number;
   /** A semaphore's permits free right now. */
   readonly available?: number;
+  /**
+   * The Redis server's clock when it answered, in ms since the epoch: `ttl` and each holder's
+   * `heldSince` are on this clock, so a hold's age is `serverTime - heldSince` and its lease ends
+   * at `serverTime + ttl`, whatever this process's clock says.
+   */
+  readonly serverTime: number;
+}
+
+/** A module instance that is alive now, as `LockService.liveInstances()` lists it. */
+export interface LiveInstanceInfo extends LockInstanceInfo {
+  /**
+   * Until when it counts as alive, in ms on the server's clock: one watchdog lease past its last
+   * heartbeat (a watchdog round, every third of a lease), unless its next heartbeat moves it on.
+   */
+  readonly aliveUntil: number;
+}
+
+/** What `LockService.liveInstances()` resolves. */
+export interface LiveInstances {
+  /** The Redis server's clock when it answered (ms since the epoch): `aliveUntil` is on it. */
+  readonly serverTime: number;
+  /** Live instances, the one soonest to expire first (at most `count`). */
+  readonly instances: readonly LiveInstanceInfo[];
+  /** True when more live instances exist than were listed (`count` was reached). */
+  readonly more: boolean;
+}
+
+/** Options of `LockService.liveInstances()`. */
+export interface LiveInstancesOptions {
+  /** How many instances to list at most (default 100; 1 to 1,000, else a `TypeError`). */
+  count?: number;
 }
 
 /** Options of `LockService.list()`. */

@@ -2,22 +2,36 @@ import { LockKeys } from '../redis/lock-keys';
 import { escapeRedisGlob } from '../redis/redis-glob';
 import { SemaphoreKeys } from '../semaphores/semaphore';
 import { NameGlob } from './name-glob';
-import { LIST_BAD_COUNT } from '../lock.messages';
+import { INSTANCES_BAD_COUNT, LIST_BAD_COUNT } from '../lock.messages';
 import { LuaScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import { withTimeout, type CallTicket } from '../redis/bounded-call';
 import { clientIdOf, parseInstance, type InstanceRegistry } from '../runtime/instance-registry';
-import type { ListLocksOptions, LockHolderInfo, LockInfo, LockInstanceInfo, LockWaiterInfo } from './lock-info';
+import type {
+  ListLocksOptions,
+  LiveInstanceInfo,
+  LiveInstances,
+  LiveInstancesOptions,
+  LockHolderInfo,
+  LockInfo,
+  LockInstanceInfo,
+  LockWaiterInfo,
+} from './lock-info';
+import { heldSinceOfToken, recordedHeldSince } from './held-since';
 
 const scripts = {
   lock: LuaScript.named('lock-inspect'),
   readWrite: LuaScript.named('rw-inspect'),
   semaphore: LuaScript.named('semaphore-inspect'),
+  liveInstances: LuaScript.named('instance-list'),
 };
 
 const DEFAULT_SCAN_COUNT = 100;
 /** SCAN's COUNT is work Redis does in one command, blocking every other client meanwhile: bounded. */
 const MAX_SCAN_COUNT = 10_000;
+const DEFAULT_INSTANCE_COUNT = 100;
+/** Instances listed per call: each may cost one HGETALL in the script (or one lookup on a cluster). */
+const MAX_INSTANCE_COUNT = 1_000;
 
 type Instances = Map<string, LockInstanceInfo>;
 
@@ -49,14 +63,17 @@ export class LockInspector {
     const keys = [lockKey, LockKeys.line(lockKey), LockKeys.lineDeadlines(lockKey)];
     const reply = (await this.engine.call(name, (ticket) =>
       scripts.lock.run(this.engine.client, keys, [this.instancePrefixForScripts()], ticket),
-    )) as [number, string | null, string[], string[], unknown[]];
+    )) as [number, string | null, string[], string[], unknown[], number];
     const [ttl, fence, holderFields, lineEntries, instanceFields] = reply;
+    const serverTime = Number(reply[5]);
     // A line entry is '<owner id> <request id> <lease> <p|f>' (an older version's: the owner id alone).
     const waiterIds = lineEntries.map((entry) => entry.split(' ')[0]);
     const fairWaiters = lineEntries.some((entry) => !entry.includes(' ') || entry.endsWith(' f'));
     const instances = await this.instances(instanceFields, [...pairs(holderFields).map(([owner]) => owner), ...waiterIds], name);
+    // One hold at a time: it began when its fencing token was taken (nothing else is stored for it).
+    const heldSince = heldSinceOfToken(fence == null ? undefined : Number(fence), serverTime);
     const holders: LockHolderInfo[] = pairs(holderFields).map(([ownerId, count]) =>
-      withInstance({ ownerId, holdCount: Number(count) }, instances),
+      withInstance({ ownerId, holdCount: Number(count), ...(heldSince === undefined ? {} : { heldSince }) }, instances),
     );
     const locked = holders.length > 0 && Number(ttl) !== -2;
     const info: LockInfo = {
@@ -66,6 +83,7 @@ export class LockInspector {
       ttl: Number(ttl),
       ...(locked && fence != null ? { fencingToken: Number(fence) } : {}),
       holders,
+      serverTime,
     };
     if (kind === 'fair' || waiterIds.length > 0) {
       return { ...info, waiters: waiterIds.map((ownerId): LockWaiterInfo => withInstance({ ownerId }, instances)) };
@@ -78,16 +96,23 @@ export class LockInspector {
     const keys = [rwKey, LockKeys.readWriteLeases(rwKey), LockKeys.line(rwKey), LockKeys.lineDeadlines(rwKey)];
     const reply = (await this.engine.call(name, (ticket) =>
       scripts.readWrite.run(this.engine.client, keys, [this.instancePrefixForScripts()], ticket),
-    )) as [number, string | null, string | null, string[], unknown[], string[] | undefined];
+    )) as [number, string | null, string | null, string[], unknown[], string[] | undefined, number];
     const [ttl, mode, fence, holderFields, instanceFields, lineEntries = []] = reply;
-    const triples: Array<[string, string, string]> = [];
-    for (let i = 0; i + 2 < holderFields.length; i += 3) triples.push([holderFields[i], holderFields[i + 1], holderFields[i + 2]]);
+    const serverTime = Number(reply[6]);
+    // { owner id, hold count, mode, held since ('' for the writer: read from its token) }
+    const quads: Array<[string, string, string, string]> = [];
+    for (let i = 0; i + 3 < holderFields.length; i += 4) quads.push([holderFields[i], holderFields[i + 1], holderFields[i + 2], holderFields[i + 3]]);
     // A line entry is '<owner id> <request id> <lease> <r|w>'.
     const waiterIds = lineEntries.map((entry) => entry.split(' ')[0]);
-    const instances = await this.instances(instanceFields, [...triples.map(([owner]) => owner), ...waiterIds], name);
-    const holders = triples.map(([ownerId, count, holdMode]) =>
-      withInstance({ ownerId, holdCount: Number(count), mode: holdMode as 'read' | 'write' }, instances),
-    );
+    const instances = await this.instances(instanceFields, [...quads.map(([owner]) => owner), ...waiterIds], name);
+    const writeHeldSince = heldSinceOfToken(fence == null ? undefined : Number(fence), serverTime);
+    const holders = quads.map(([ownerId, count, holdMode, since]) => {
+      const heldSince = holdMode === 'write' ? writeHeldSince : recordedHeldSince(since);
+      return withInstance(
+        { ownerId, holdCount: Number(count), mode: holdMode as 'read' | 'write', ...(heldSince === undefined ? {} : { heldSince }) },
+        instances,
+      );
+    });
     const locked = holders.length > 0 && Number(ttl) !== -2;
     return {
       name,
@@ -99,6 +124,7 @@ export class LockInspector {
       holders,
       // Only while someone waits (the line exists only then), as for a reentrant lock.
       ...(waiterIds.length > 0 ? { waiters: waiterIds.map((ownerId): LockWaiterInfo => withInstance({ ownerId }, instances)) } : {}),
+      serverTime,
     };
   }
 
@@ -107,23 +133,28 @@ export class LockInspector {
     const keys = new SemaphoreKeys(this.engine.keys, name);
     const reply = (await this.engine.call(name, (ticket) =>
       scripts.semaphore.run(this.engine.client, [keys.base, keys.leases, keys.line, keys.deadlines], [1], ticket),
-    )) as [number, number, unknown[], unknown[]];
+    )) as [number, number, unknown[], unknown[], number];
     const [limit, used, holderFields, waiterFields] = [Number(reply[0]), Number(reply[1]), reply[2] ?? [], reply[3] ?? []];
+    const serverTime = Number(reply[4]);
     const held: Array<{ ownerId: string; holdCount: number; ttl: number; fencingToken: number }> = [];
     for (let i = 0; i + 3 < holderFields.length; i += 4) {
       held.push({ ownerId: String(holderFields[i]), holdCount: Number(holderFields[i + 1]), ttl: Number(holderFields[i + 2]), fencingToken: Number(holderFields[i + 3]) });
     }
-    const waiterIds: string[] = [];
-    for (let i = 0; i + 1 < waiterFields.length; i += 2) waiterIds.push(String(waiterFields[i]));
-    const instances = await this.instances([], [...held.map((h) => h.ownerId), ...waiterIds], name, true);
+    const waiting: Array<{ ownerId: string; permits: number }> = [];
+    for (let i = 0; i + 1 < waiterFields.length; i += 2) waiting.push({ ownerId: String(waiterFields[i]), permits: Number(waiterFields[i + 1]) });
+    const instances = await this.instances([], [...held.map((h) => h.ownerId), ...waiting.map((w) => w.ownerId)], name, true);
     return {
       name,
       kind: 'semaphore',
       locked: held.length > 0,
       ttl: held.length > 0 ? Math.max(...held.map((h) => h.ttl)) : -2,
-      holders: held.map(({ ownerId, holdCount, fencingToken }) => withInstance({ ownerId, holdCount, fencingToken }, instances)),
-      waiters: waiterIds.map((ownerId): LockWaiterInfo => withInstance({ ownerId }, instances)),
+      holders: held.map(({ ownerId, holdCount, fencingToken }) => {
+        const heldSince = heldSinceOfToken(fencingToken, serverTime);
+        return withInstance({ ownerId, holdCount, fencingToken, ...(heldSince === undefined ? {} : { heldSince }) }, instances);
+      }),
+      waiters: waiting.map((waiter): LockWaiterInfo => withInstance(waiter, instances)),
       ...(limit > 0 ? { permits: limit, available: Math.max(0, limit - used) } : {}),
+      serverTime,
     };
   }
 
@@ -161,6 +192,33 @@ export class LockInspector {
         }
       } while (cursor !== '0');
     }
+  }
+
+  /**
+   * The live module instances, from the index their heartbeats keep (no SCAN): at most `count`, in
+   * one script call that also drops up to 100 expired members it meets; on a cluster, whose
+   * instance hashes live in other slots, their identities cost one lookup each. An index member
+   * whose identity is gone (it shut down meanwhile) is left out.
+   */
+  async liveInstances(options: LiveInstancesOptions = {}): Promise<LiveInstances> {
+    const count = options.count ?? DEFAULT_INSTANCE_COUNT;
+    if (!Number.isInteger(count) || count < 1 || count > MAX_INSTANCE_COUNT) throw new TypeError(INSTANCES_BAD_COUNT(count, MAX_INSTANCE_COUNT));
+    const { client, instances } = this.engine;
+    const reply = (await this.engine.call('liveInstances', (ticket) =>
+      scripts.liveInstances.run(client, [instances.indexKey], [count, this.instancePrefixForScripts()], ticket),
+    )) as [number, number, unknown[]];
+    const [serverTime, more, listed] = [Number(reply[0]), Number(reply[1]) === 1, reply[2] ?? []];
+    const alive: Array<[string, number, unknown]> = [];
+    for (let i = 0; i + 2 < listed.length; i += 3) alive.push([String(listed[i]), Number(listed[i + 1]), listed[i + 2]]);
+    const fields = alive.flatMap(([clientId, , hash]) => [clientId, hash]);
+    // Owner ids of the listed clients (`clientId:0`): `instances()` maps them to their identities.
+    const known = await this.instances(fields, alive.map(([clientId]) => `${clientId}:0`), 'liveInstances');
+    const result: LiveInstanceInfo[] = [];
+    for (const [clientId, aliveUntil] of alive) {
+      const info = known.get(clientId);
+      if (info) result.push({ ...info, aliveUntil });
+    }
+    return { serverTime, instances: result, more };
   }
 
   private masters(): RedisClient[] {

@@ -11,7 +11,7 @@ import { LOCK_LOST, LOST_NEW_EPISODE, LOST_RELEASE_FOUND_GONE } from '../lock.me
 import { confirmHandOver } from '../runtime/hand-over';
 import type { WaitKind, WaitMode, WaitTarget } from '../deadlocks/wait-node';
 import { monotonicNow } from '../runtime/monotonic-clock';
-import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
+import type { ForceUnlockOptions, Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import { heldLocksOf, runContextOf } from './owned-lock';
 import type { RunnableLock } from './runnable-lock';
 
@@ -194,8 +194,11 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     this.engine.logger.warn(LOCK_LOST(this.name, LOST_RELEASE_FOUND_GONE));
   }
 
-  /** Deletes the lock whoever holds it; its waiters in line get it in order (each kind's own script). */
-  abstract forceUnlock(): Promise<boolean>;
+  /**
+   * Deletes the lock whoever holds it (or only while the hold with `options.fencingToken` holds
+   * it); its waiters in line get it in order (each kind's own script).
+   */
+  abstract forceUnlock(options?: ForceUnlockOptions): Promise<boolean>;
 
   async isLocked(): Promise<boolean> {
     return (await this.engine.call(this.name, () => this.engine.client.exists(this.lockKey))) === 1;

@@ -66,6 +66,19 @@ export type WaitingRunOptions = RunOptions & {
   skipIfLocked?: false;
 };
 
+/** Options of `forceUnlock()`. */
+export interface ForceUnlockOptions {
+  /**
+   * Release only while the hold with this fencing token (as `inspect()` showed it, or its holder's
+   * `getFencingToken()`) still holds the lock, so an operator never releases a hold that began
+   * after they looked. Resolves false, changing nothing, when the lock is free or held with
+   * another token (or, for a write lock, when the writer's lease has ended). A read lock and a
+   * multi-lock have no single token: they reject with a `TypeError`. Omitted: release whoever
+   * holds it.
+   */
+  fencingToken?: number;
+}
+
 /** A distributed lock, whatever its kind. */
 export interface Lock {
   /** The lock's name (for a multi-lock, the member names joined with commas). */
@@ -89,8 +102,15 @@ export interface Lock {
    * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
    */
   unlock(): Promise<void>;
-  /** Deletes the lock whoever holds it; resolves true when there was one. */
-  forceUnlock(): Promise<boolean>;
+  /**
+   * Deletes the lock whoever holds it (with `fencingToken`: only while the hold with that token
+   * holds it); resolves true when it released one. Its waiters in line get it in order, as after
+   * an unlock; the holder learns it lost the lock at its next renewal.
+   * @throws `TypeError` (rejects) `fencingToken` is not a positive whole number, or the lock
+   * (a read lock, a multi-lock) has no single token to compare.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
+   */
+  forceUnlock(options?: ForceUnlockOptions): Promise<boolean>;
   /** True when anyone holds the lock (one round trip). */
   isLocked(): Promise<boolean>;
   /** True when the current owner holds the lock. */

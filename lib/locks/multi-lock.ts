@@ -1,10 +1,10 @@
-import { MULTI_LOCK_EMPTY } from '../lock.messages';
+import { FORCE_RELEASE_NO_TOKEN, MULTI_LOCK_EMPTY } from '../lock.messages';
 import { MEMBER_ACQUISITION, observeAcquire, type AcquisitionOptions, type LockTelemetry } from '../metrics/lock-telemetry';
 import { cancellable } from '../runtime/cancellation';
 import type { HeldLock } from '../runtime/held-locks';
 import { HOLDS_ALSO_WAITING } from '../deadlocks/wait-node';
 import { monotonicNow } from '../runtime/monotonic-clock';
-import type { Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
+import type { ForceUnlockOptions, Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
 import type { RunnableLock } from './runnable-lock';
 
@@ -91,7 +91,12 @@ export class MultiLock implements Lock, RunnableLock {
     if (failed) throw failed.reason;
   }
 
-  async forceUnlock(): Promise<boolean> {
+  /**
+   * `forceUnlock` on every member; true when any released. A multi-lock has one token per member:
+   * `fencingToken` is refused (force-unlock each member with its own).
+   */
+  async forceUnlock(release?: ForceUnlockOptions): Promise<boolean> {
+    if (release?.fencingToken !== undefined) throw new TypeError(FORCE_RELEASE_NO_TOKEN('forceUnlock', 'a multi-lock (one token per member: force-unlock each member with its own)'));
     const results = await Promise.all(this.locks.map((lock) => lock.forceUnlock()));
     return results.some(Boolean);
   }

@@ -7,7 +7,9 @@ import type { LockEngine } from '../runtime/lock-engine';
 import { AttemptResult, attemptResult, BaseLock, HOLDS_OTHER_MODE, lineRequest, ReleaseResult } from './base-lock';
 import type { WaitKind, WaitMode } from '../deadlocks/wait-node';
 import type { Grant } from './acquisition';
-import type { LockOptions } from './lock';
+import type { ForceUnlockOptions, LockOptions } from './lock';
+import { forceReleaseToken } from '../validators';
+import { FORCE_RELEASE_NO_TOKEN } from '../lock.messages';
 
 export type ReadWriteMode = 'read' | 'write';
 
@@ -196,13 +198,17 @@ export class ReadWriteLockView extends BaseLock {
   }
 
   /**
-   * Deletes the lock if it is held in this view's mode, whoever holds it; the waiters in line get it
-   * in line order, or, with nobody in line, every waiter is woken.
+   * Deletes the lock if it is held in this view's mode, whoever holds it (for the write view with
+   * `fencingToken`: only while the writer with that token holds it, its lease not ended); the
+   * waiters in line get it in line order, or, with nobody in line, every waiter is woken. A read
+   * hold has no token: the read view rejects `fencingToken` with a `TypeError`.
    */
-  override async forceUnlock(): Promise<boolean> {
+  override async forceUnlock(release?: ForceUnlockOptions): Promise<boolean> {
+    const token = forceReleaseToken('forceUnlock', release?.fencingToken);
+    if (token && this.mode === 'read') throw new TypeError(FORCE_RELEASE_NO_TOKEN('forceUnlock', 'a read lock'));
     const { client, publishCommand, fenceMemoryMs, options } = this.engine;
     const keys = [this.lockKey, this.leasesKey, LockKeys.channel(this.lockKey), ...this.lineKeys];
-    const args = [this.mode, publishCommand, WAKE_ALL, options.fairLockWaiterTimeout, fenceMemoryMs];
+    const args = [this.mode, publishCommand, WAKE_ALL, options.fairLockWaiterTimeout, fenceMemoryMs, ...(token ? [token] : [])];
     return (await this.engine.call(this.name, (ticket) => forceReleaseScript.run(client, keys, args, ticket))) === 1;
   }
 

@@ -11,7 +11,8 @@ import { attemptResult } from './base-lock';
 import { Acquisition, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
-import type { LockOptions, LockRunContext, TryLockOptions } from './lock';
+import type { ForceUnlockOptions, LockOptions, LockRunContext, TryLockOptions } from './lock';
+import { forceReleaseToken } from '../validators';
 import type { OwnedLock } from './owned-lock';
 import { heldLocksOf, runContextOf } from './owned-lock';
 import type { WaitTarget } from '../deadlocks/wait-node';
@@ -128,11 +129,16 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     throw new LockNotHeldError(this.name);
   }
 
-  /** Deletes the lock on every master, whoever holds it; true when any master had it. */
-  async forceUnlock(): Promise<boolean> {
+  /**
+   * Deletes the lock on every master, whoever holds it (with `fencingToken`: on each master where
+   * the hold has that token; a master that granted but whose fence was not raised keeps its own
+   * token and its hold, which ends with its lease); true when any master released it.
+   */
+  async forceUnlock(release?: ForceUnlockOptions): Promise<boolean> {
+    const token = forceReleaseToken('forceUnlock', release?.fencingToken);
+    const args = ['publish', WAKE_ONE, ...(token ? [token] : [])];
     const votes = await this.masters.ask(
-      async (client) =>
-        (await scripts.forceRelease.run(client, [this.masterKey, LockKeys.channel(this.masterKey)], ['publish', WAKE_ONE])) === 1,
+      async (client) => (await scripts.forceRelease.run(client, [this.masterKey, LockKeys.channel(this.masterKey)], args)) === 1,
       this.queryTimeout(),
       { until: 'all', evenIfDown: true },
     );

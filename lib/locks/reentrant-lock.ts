@@ -3,6 +3,8 @@ import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
 import { AttemptResult, attemptResult, BaseLock, lineRequest, ReleaseResult } from './base-lock';
+import type { ForceUnlockOptions } from './lock';
+import { forceReleaseToken } from '../validators';
 
 const lineScripts = {
   leave: LuaScript.named('line-leave'),
@@ -111,9 +113,11 @@ export class ReentrantLock extends BaseLock {
     return this.engine.call(this.name, (ticket) => lineScripts.leave.run(client, [this.lockKey, ...this.lineKeys], args, ticket)).catch(() => undefined);
   }
 
-  override async forceUnlock(): Promise<boolean> {
+  override async forceUnlock(release?: ForceUnlockOptions): Promise<boolean> {
+    const token = forceReleaseToken('forceUnlock', release?.fencingToken);
     const { client, publishCommand, fenceMemoryMs, options, wakeMessageOnForceUnlock } = this.engine;
-    const args = [publishCommand, wakeMessageOnForceUnlock, options.fairLockWaiterTimeout, fenceMemoryMs];
+    // Without a token the script gets today's four arguments.
+    const args = [publishCommand, wakeMessageOnForceUnlock, options.fairLockWaiterTimeout, fenceMemoryMs, ...(token ? [token] : [])];
     const keys = [this.lockKey, ...this.lineKeys];
     return (await this.engine.call(this.name, (ticket) => lineScripts.forceRelease.run(client, keys, args, ticket))) === 1;
   }

@@ -1,6 +1,9 @@
 import { hostname } from 'node:os';
 import { withTimeout } from '../redis/bounded-call';
+import { LuaScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
+
+const heartbeatScript = LuaScript.named('instance-heartbeat');
 
 /** The module instance (process) behind an owner id, as it registered itself in Redis. */
 export interface LockInstanceInfo {
@@ -23,6 +26,15 @@ export interface LockInstanceInfo {
  */
 export function instanceKeyPrefix(keyPrefix: string): string {
   return `${keyPrefix.replace(/:+$/, '')}.instance:`;
+}
+
+/**
+ * The index of live instances: `keyPrefix` without its trailing colons, then `.instances`
+ * (`lock.instances`), a sorted set client id -> alive until (ms, server clock) kept by the same
+ * heartbeat as the instance hashes, so listing the live instances needs no SCAN.
+ */
+export function instanceIndexKey(keyPrefix: string): string {
+  return `${keyPrefix.replace(/:+$/, '')}.instances`;
 }
 
 /** The client id of an owner id (`clientId:n`). */
@@ -52,15 +64,19 @@ export function parseInstance(reply: unknown): LockInstanceInfo | undefined {
 /**
  * The module instance's identity in Redis: one small hash per instance (client id, client name,
  * host, pid, start time) whose TTL is one watchdog lease, written at bootstrap and again by every
- * watchdog round. Nothing is written per acquisition: owner ids are `clientId:n`, and `inspect`
- * maps them to this hash. An instance that dies stops refreshing it, so its identity disappears
- * with its leases; one that shuts down deletes it.
+ * watchdog round, and its member in the index of live instances (`instanceIndexKey`), moved on by
+ * the same rounds to one lease past the server's clock. Nothing is written per acquisition: owner
+ * ids are `clientId:n`, and `inspect` maps them to this hash. An instance that dies stops
+ * refreshing both, so its identity disappears with its leases (and its index member is dropped by
+ * the next heartbeat or listing that meets it); one that shuts down deletes both.
  */
 export class InstanceRegistry {
   readonly self: LockInstanceInfo;
   readonly key: string;
   /** Prefix of every instance key, before `{client id}`. */
   readonly keyPrefix: string;
+  /** The index of live instances (one sorted set for the key prefix). */
+  readonly indexKey: string;
 
   constructor(
     private readonly client: RedisClient,
@@ -72,6 +88,7 @@ export class InstanceRegistry {
   ) {
     this.keyPrefix = instanceKeyPrefix(keyPrefix);
     this.key = InstanceRegistry.keyOf(this.keyPrefix, clientId);
+    this.indexKey = instanceIndexKey(keyPrefix);
     this.self = { clientId, clientName, host: hostname(), pid: process.pid, startedAt: new Date().toISOString() };
   }
 
@@ -79,23 +96,31 @@ export class InstanceRegistry {
     return `${instanceKeyPrefix}{${clientId}}`;
   }
 
-  /** Writes (or re-creates, after Redis lost it) the identity and re-arms its TTL; true when it took. */
+  /**
+   * Writes (or re-creates, after Redis lost it) the identity and re-arms its TTL, and moves its
+   * index member on to one lease past the server's clock (another call: the index lives in another
+   * cluster slot); true when both took.
+   */
   async refresh(): Promise<boolean> {
     const { clientId, clientName, host, pid, startedAt } = this.self;
     try {
       const pipeline = this.client.multi();
       pipeline.hset(this.key, 'clientId', clientId, 'clientName', clientName, 'host', host, 'pid', String(pid), 'startedAt', startedAt);
       pipeline.pexpire(this.key, this.ttlMs);
-      const results = (await withTimeout(pipeline.exec(), this.commandTimeout)) as Array<[Error | null, unknown]> | null;
-      return !!results && results.every(([error]) => !error);
+      const [results] = await withTimeout(Promise.all([pipeline.exec(), this.index(true)]), this.commandTimeout);
+      return !!results && (results as Array<[Error | null, unknown]>).every(([error]) => !error);
     } catch {
       return false;
     }
   }
 
-  /** Deletes the identity (a clean shutdown), bounded by `commandTimeout`. */
+  /** Deletes the identity and its index member (a clean shutdown), bounded by `commandTimeout`. */
   async remove(): Promise<void> {
-    await withTimeout(this.client.del(this.key), this.commandTimeout).catch(() => undefined);
+    await withTimeout(Promise.all([this.client.del(this.key), this.index(false)]), this.commandTimeout).catch(() => undefined);
+  }
+
+  private index(adding: boolean): Promise<unknown> {
+    return heartbeatScript.run(this.client, [this.indexKey], [this.self.clientId, adding ? 1 : 0, this.ttlMs]);
   }
 
   /**

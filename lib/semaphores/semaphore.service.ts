@@ -4,7 +4,7 @@ import type { LockRunContext, RunPolicy, SkippingRunOptions, WaitingRunOptions }
 import { runLocked } from '../locks/run-locked';
 import { LockEngine } from '../runtime/lock-engine';
 import { PermitRun } from './permit-run';
-import { Semaphore, SemaphoreInfo, SemaphoreOptions, SemaphoreRunOptions } from './semaphore';
+import { Semaphore, SemaphoreForceReleaseOptions, SemaphoreInfo, SemaphoreOptions, SemaphoreRunOptions } from './semaphore';
 
 /**
  * Distributed semaphores (docs/architecture.md#semaphore): at most `permits` holders' permits at once across every
@@ -53,9 +53,31 @@ export class SemaphoreService {
     return this.engine.ownerContext.current();
   }
 
-  /** The holders (permit id, permits, remaining lease, fencing token) and the waiters in line order. */
+  /**
+   * The holders (permit id, permits, remaining lease, fencing token, `heldSince`), the waiters in
+   * line order with the permits each asks for, and the Redis server's clock (`serverTime`, ms) the
+   * leases and `heldSince` are on.
+   */
   inspect(name: string): Promise<SemaphoreInfo> {
     checkLockName(name);
     return new Semaphore(this.engine, name, 1).inspect();
+  }
+
+  /**
+   * Takes one holder's permits of `name` back by force, only while the holder with `fencingToken`
+   * (and `permitId`, when given) still holds them, as `inspect()` showed it: an operator never
+   * takes back permits granted after they looked. The freed permits go to the waiters at the head
+   * of the line, as after a release. Resolves true when it took them back, false otherwise.
+   * @throws `TypeError` (rejects) `fencingToken` is not a positive whole number, or `permitId` is not a non-empty string.
+   * @throws {@link InvalidLockNameError} (rejects) `name` is not a non-empty string (or {@link LockNameTooLongError} when too long).
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
+   */
+  forceRelease(name: string, holder: SemaphoreForceReleaseOptions): Promise<boolean> {
+    try {
+      checkLockName(name);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Semaphore(this.engine, name, 1).forceRelease(holder);
   }
 }

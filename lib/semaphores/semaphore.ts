@@ -1,5 +1,6 @@
 import { LockNotHeldError, LockTimeoutError } from '../errors';
-import { INVALID_TAKE } from '../lock.messages';
+import { FORCE_RELEASE_BAD_PERMIT_ID, FORCE_RELEASE_BAD_TOKEN, INVALID_TAKE } from '../lock.messages';
+import { forceReleaseToken } from '../validators';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../locks/acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import type { CallTicket } from '../redis/bounded-call';
@@ -11,12 +12,14 @@ import type { LockEngine } from '../runtime/lock-engine';
 import { confirmHandOver } from '../runtime/hand-over';
 import { SemaphoreLimitError } from './semaphore-errors';
 import type { WaitTarget } from '../deadlocks/wait-node';
+import { heldSinceOfToken } from '../introspection/held-since';
 
 const semaphoreScripts = {
   acquire: LuaScript.named('semaphore-acquire'),
   release: LuaScript.named('semaphore-release'),
   renew: LuaScript.named('semaphore-renew'),
   inspect: LuaScript.named('semaphore-inspect'),
+  forceRelease: LuaScript.named('semaphore-force-release'),
 };
 
 /** Options of `Semaphore.acquire()` / `tryAcquire()`. */
@@ -52,6 +55,17 @@ export interface SemaphoreOptions {
   permits: number;
 }
 
+/** Which holder `SemaphoreService.forceRelease()` takes permits back from. */
+export interface SemaphoreForceReleaseOptions {
+  /**
+   * The holder's permit id (its `ownerId` in `inspect()`). Optional: the token alone names one
+   * holder (tokens are unique per semaphore); with it the lookup is one read instead of one per holder.
+   */
+  permitId?: string;
+  /** The fencing token of the holder's permits, as `inspect()` showed it: nothing is released unless that holder still holds them with it. */
+  fencingToken: number;
+}
+
 /** Options of `SemaphoreService.run()`. */
 export interface SemaphoreRunOptions extends SemaphoreOptions, AcquireOptions {}
 
@@ -65,7 +79,12 @@ export interface SemaphoreInfo {
   readonly permits: number | undefined;
   /** Permits free right now (`undefined` when the semaphore is not in use: all of them). */
   readonly available: number | undefined;
-  /** Live holders: permit id (an owner id, `clientId:n`), permits taken, remaining lease in ms, fencing token. */
+  /**
+   * The Redis server's clock when it answered, in ms since the epoch: each holder's `ttl` and
+   * `heldSince` are on it (a holder's age is `serverTime - heldSince`).
+   */
+  readonly serverTime: number;
+  /** Live holders: permit id (an owner id, `clientId:n`), permits taken, remaining lease in ms, fencing token, held since. */
   readonly holders: ReadonlyArray<{
     /** The permit id (an owner id). */
     ownerId: string;
@@ -75,6 +94,11 @@ export interface SemaphoreInfo {
     ttl: number;
     /** The permits' fencing token. */
     fencingToken: number;
+    /**
+     * When the permits were granted, in ms on the server's clock: read from the fencing token (the
+     * server's clock in µs at the grant; see `LockHolderInfo.heldSince` for its precision).
+     */
+    heldSince?: number;
   }>;
   /** Waiters in line order, with the permits each asks for. */
   readonly waiters: ReadonlyArray<{
@@ -205,27 +229,58 @@ export class Semaphore {
 
   /** @internal The state as `SemaphoreService.inspect` reports it. */
   async inspect(): Promise<SemaphoreInfo> {
-    const [limit, used, holders, waiters] = await this.read(true);
+    const [limit, used, holders, waiters, serverTime] = await this.read(true);
     const info: SemaphoreInfo = {
       name: this.name,
       kind: 'semaphore',
       permits: limit || undefined,
       available: limit ? Math.max(0, limit - used) : undefined,
+      serverTime,
       holders: [],
       waiters: [],
     };
     for (let i = 0; i < holders.length; i += 4) {
+      const fencingToken = Number(holders[i + 3]);
+      const heldSince = heldSinceOfToken(fencingToken, serverTime);
       (info.holders as unknown[]).push({
         ownerId: String(holders[i]),
         permits: Number(holders[i + 1]),
         ttl: Number(holders[i + 2]),
-        fencingToken: Number(holders[i + 3]),
+        fencingToken,
+        ...(heldSince === undefined ? {} : { heldSince }),
       });
     }
     for (let i = 0; i < waiters.length; i += 2) {
       (info.waiters as unknown[]).push({ ownerId: String(waiters[i]), permits: Number(waiters[i + 1]) });
     }
     return info;
+  }
+
+  /**
+   * Takes one holder's permits back by force, only while the holder with `fencingToken` (and
+   * `permitId`, when given) still holds them; the freed permits go to the waiters at the head of the
+   * line, as after a release. Resolves true when it took them back, false when no live holder
+   * holds permits with that token (released, lost, or never granted). The holder learns it lost
+   * them at its next renewal (its permit's `signal` aborts with `LockLostError`).
+   * @throws `TypeError` (rejects) `fencingToken` is not a positive whole number, or `permitId` is not a non-empty string.
+   * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
+   */
+  async forceRelease(holder: SemaphoreForceReleaseOptions): Promise<boolean> {
+    const token = forceReleaseToken('forceRelease', holder?.fencingToken);
+    if (!token) throw new TypeError(FORCE_RELEASE_BAD_TOKEN('forceRelease', undefined));
+    const permitId = holder.permitId ?? '';
+    if (typeof permitId !== 'string' || (holder.permitId !== undefined && permitId === '')) throw new TypeError(FORCE_RELEASE_BAD_PERMIT_ID(holder.permitId));
+    const { engine, keys } = this;
+    const { client, publishCommand, fenceMemoryMs, options } = engine;
+    const reply = await engine.call(this.name, (ticket) =>
+      semaphoreScripts.forceRelease.run(
+        client,
+        [keys.base, keys.leases, keys.line, keys.deadlines, keys.channel, keys.fence],
+        [permitId, token, publishCommand, options.fairLockWaiterTimeout, fenceMemoryMs],
+        ticket,
+      ),
+    );
+    return Number(reply) === 1;
   }
 
   /**
@@ -248,7 +303,7 @@ export class Semaphore {
     return reply === null || reply === undefined ? null : Number(reply);
   }
 
-  private read(detailed: boolean): Promise<[number, number, unknown[], unknown[]]> {
+  private read(detailed: boolean): Promise<[number, number, unknown[], unknown[], number]> {
     const { engine, keys } = this;
     return engine.call(this.name, async (ticket) => {
       const reply = (await semaphoreScripts.inspect.run(
@@ -256,8 +311,8 @@ export class Semaphore {
         [keys.base, keys.leases, keys.line, keys.deadlines],
         [detailed ? 1 : 0],
         ticket,
-      )) as [number, number, unknown[], unknown[]];
-      return [Number(reply[0]), Number(reply[1]), reply[2] ?? [], reply[3] ?? []];
+      )) as [number, number, unknown[], unknown[], number];
+      return [Number(reply[0]), Number(reply[1]), reply[2] ?? [], reply[3] ?? [], Number(reply[4])];
     });
   }
 

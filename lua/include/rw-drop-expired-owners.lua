@@ -4,7 +4,7 @@
 -- Defines  nothing
 
 for _, expiredId in ipairs(redis.call('zrangebyscore', leasesKey, '-inf', now)) do
-  redis.call('hdel', rwKey, 'read:' .. expiredId, 'rq:' .. expiredId, 'handed:rq:' .. expiredId)
+  redis.call('hdel', rwKey, 'read:' .. expiredId, 'since:' .. expiredId, 'rq:' .. expiredId, 'handed:rq:' .. expiredId)
   if redis.call('hget', rwKey, 'writer') == expiredId then
     redis.call('hdel', rwKey, 'writer', 'writes')
   end

@@ -55,8 +55,12 @@ while true do
       if not rwMode then
         redis.call('hset', rwKey, 'mode', 'read')
       end
-      redis.call('hincrby', rwKey, 'read:' .. entryOwner, 1)
-      redis.call('hset', rwKey, 'rq:' .. entryOwner, entryRequest, 'handed:rq:' .. entryOwner, entryRequest)
+      -- A first read hold records when it started (see rw-read-acquire.lua), in the same call.
+      if redis.call('hincrby', rwKey, 'read:' .. entryOwner, 1) == 1 then
+        redis.call('hset', rwKey, 'rq:' .. entryOwner, entryRequest, 'handed:rq:' .. entryOwner, entryRequest, 'since:' .. entryOwner, now)
+      else
+        redis.call('hset', rwKey, 'rq:' .. entryOwner, entryRequest, 'handed:rq:' .. entryOwner, entryRequest)
+      end
     end
     -- GT: never shortens a longer lease the owner may hold already.
     redis.call('zadd', leasesKey, 'gt', now + grantMs, entryOwner)

@@ -331,6 +331,41 @@ export function describeLockContract(kind: LockKind, engine: ContractEngine = re
       expect(await kind.make(other, name).forceUnlock()).toBe(true);
       expect(await kind.make(other, name).forceUnlock()).toBe(false);
     });
+
+    it('forceUnlock({ fencingToken }) releases only the hold with that token, and hands the lock to its waiter', async () => {
+      const name = fresh();
+      const holder = kind.make(app, name);
+      await holder.lock();
+      const operator = kind.make(other, name);
+      if (kind.kind === 'multi') {
+        // One token per member: a single one is refused, and nothing is released.
+        await expect(operator.forceUnlock({ fencingToken: 1 })).rejects.toThrow(TypeError);
+        expect(await operator.forceUnlock()).toBe(true);
+        return;
+      }
+      const token = holder.getFencingToken()!;
+      expect(token).toEqual(expect.any(Number));
+      await expect(operator.forceUnlock({ fencingToken: 0 })).rejects.toThrow(TypeError);
+      await expect(operator.forceUnlock({ fencingToken: 1.5 })).rejects.toThrow(TypeError);
+      // A token the operator did not see on this hold releases nothing.
+      expect(await operator.forceUnlock({ fencingToken: token - 1 })).toBe(false);
+      expect(await operator.forceUnlock({ fencingToken: token + 1 })).toBe(false);
+      expect(await holder.isHeldByCurrentOwner()).toBe(true);
+
+      const waiter = kind.make(other, name);
+      const acquired = waiter.tryLock({ waitTime: 5_000 });
+      await waiting(other);
+      expect(await operator.forceUnlock({ fencingToken: token })).toBe(true);
+      expect(await acquired).toBe(true);
+      // The waiter holds it now, with a new token: the old one releases nothing any more.
+      const next = waiter.getFencingToken()!;
+      expect(next).toBeGreaterThan(token);
+      expect(await operator.forceUnlock({ fencingToken: token })).toBe(false);
+      expect(await waiter.isHeldByCurrentOwner()).toBe(true);
+      expect(await operator.forceUnlock({ fencingToken: next })).toBe(true);
+      expect(await operator.forceUnlock({ fencingToken: next })).toBe(false);
+      expect(await raw.exists(kind.redisKey(name))).toBe(0);
+    });
   });
 }
 
