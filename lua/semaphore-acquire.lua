@@ -46,7 +46,8 @@ local attemptStamp = ARGV[9] or ''
 -- already, or a waiter a release granted permits to while this attempt was on its way (it missed
 -- or has not yet heard the grant message): it holds them, on the full lease from now on (this is
 -- its confirmation). A grant whose lease ended is not returned: the permits went back.
-local heldToken = redis.call('hget', semKey, 'f:' .. permitId)
+local state = redis.call('hmget', semKey, 'f:' .. permitId, 'permits', 'used')
+local heldToken = state[1]
 if heldToken then
   -- #include server-clock
   local deadline = tonumber(redis.call('zscore', leasesKey, permitId))
@@ -60,12 +61,29 @@ if heldToken then
   end
 end
 
-local stored = tonumber(redis.call('hget', semKey, 'permits'))
+local stored = tonumber(state[2])
 if stored and stored ~= permits then
   return { 'limit', stored }
 end
 
 -- #include server-clock
+
+-- The lean path (docs/architecture.md#lean-path): nobody in line, and the permits are free without
+-- taking back those of a holder whose lease ended: granted here, in a few calls. Anything else goes
+-- the whole way below (expired holders and waiters dropped, the line's order kept).
+local usedBefore = tonumber(state[3]) or 0
+if take <= permits - usedBefore and redis.call('exists', lineKey) == 0 then
+  -- #include fence-token
+  redis.call('hset', semKey, 'permits', permits, 'o:' .. permitId, take, 'f:' .. permitId, tokenText, 'used', usedBefore + take)
+  redis.call('zadd', leasesKey, now + leaseMs, permitId)
+  -- The keys live as long as the latest lease: this one when nobody else holds (the line is gone),
+  -- otherwise the longer of it and what they have (PEXPIRE's GT needs Redis 7: compared here).
+  if usedBefore == 0 or redis.call('pttl', semKey) < leaseMs then
+    redis.call('pexpire', semKey, leaseMs)
+    redis.call('pexpire', leasesKey, leaseMs)
+  end
+  return { token }
+end
 
 -- #include semaphore-drop-expired
 -- #include semaphore-line-head

@@ -33,6 +33,30 @@ local grantCapMs = ARGV[5]
 local fenceMemoryMs = ARGV[6]
 local skipId = ''
 
+-- The lean path (docs/architecture.md#lean-path): a holder's release with nobody in line. A release
+-- deletes its holder's field, so one that finds it has not run before: no record to read.
+local state = redis.call('hmget', semKey, 'o:' .. permitId, 'used')
+local heldPermits = tonumber(state[1])
+if heldPermits and not leaving and redis.call('exists', lineKey) == 0 then
+  -- #include server-clock
+  local deadline = tonumber(redis.call('zscore', leasesKey, permitId))
+  local usedAfter = (tonumber(state[2]) or 0) - heldPermits
+  if usedAfter <= 0 then
+    -- Nobody holds and nobody waits: nothing of the semaphore stays (its fence aside).
+    redis.call('del', semKey, leasesKey)
+  else
+    redis.call('hdel', semKey, 'o:' .. permitId, 'f:' .. permitId)
+    redis.call('hset', semKey, 'used', usedAfter)
+    redis.call('zrem', leasesKey, permitId)
+  end
+  -- Given back all the same when its lease had ended: it only was not "held" any more.
+  if not (deadline and deadline > now) then
+    return nil
+  end
+  redis.call('set', recordKey, 1, 'px', recordTtlMs)
+  return 1
+end
+
 -- #include release-record-replay
 
 -- #include server-clock

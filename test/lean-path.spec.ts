@@ -1,6 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { FairLockService, LockService } from '../lib';
+import { FairLockService, LockService, SemaphoreService } from '../lib';
 import { createLockApp, releasesSettled } from './support/lock-app';
 import { startRedis, type TestRedis } from './support/redis-server';
 
@@ -56,6 +56,18 @@ describe('the lean path: what an uncontended locked call makes Redis run', () =>
     expect(calls.get ?? 0).toBe(0);
     expect(calls.exists).toBe(1); // the acquire's one look at the lock and its line; the release does not look
     expect(total(calls)).toBe(10);
+  });
+
+  it('SemaphoreService.run: two scripts, 16 commands, no scan for expired holders or waiters while nobody waits', async () => {
+    const semaphores = app.get(SemaphoreService);
+    await semaphores.run('lean-permits-warm-up', async () => undefined, { permits: 3 });
+    await releasesSettled(app);
+    const calls = await countedRun(() => semaphores.run('lean-permits', async () => undefined, { permits: 3 }));
+    expect(calls.evalsha).toBe(2);
+    expect(calls.zrangebyscore ?? 0).toBe(0);
+    expect(calls.lindex ?? 0).toBe(0);
+    expect(calls.get ?? 0).toBe(0);
+    expect(total(calls)).toBe(16);
   });
 
   it('a release of a re-entered hold reads its record (it may be a resend), and the last one does not', async () => {

@@ -72,6 +72,45 @@ describe.each(ENGINES())('semaphore hand-off scripts ($name)', (engine: Contract
     return listener.subscribe(channel, ...WAITER_IDS.map((id) => `${channel}:${id}`));
   };
 
+  it('lean path: permits of a holder whose lease ended go back when a caller needs them, not before', async () => {
+    const name = 'lean-expired-holder';
+    const k = keysOf(name);
+    expect(await attempt(name, 'crashed', 2, 60_000, false, 3)).toEqual([expect.any(Number)]);
+    await raw.zadd(k.leases, 1, 'crashed'); // its lease ended long ago (it crashed)
+    // One permit is free without taking the crashed holder's back: granted on the lean path.
+    expect(await attempt(name, 'first', 1, 60_000, false, 3)).toEqual([expect.any(Number)]);
+    expect(await raw.hget(k.base, 'used')).toBe('3');
+    expect(await raw.hget(k.base, 'o:crashed')).toBe('2');
+    // The next caller needs them: the whole way takes them back, and grants it.
+    expect(await attempt(name, 'second', 2, 60_000, false, 3)).toEqual([expect.any(Number)]);
+    expect(await raw.hget(k.base, 'used')).toBe('3');
+    expect(await raw.hget(k.base, 'o:crashed')).toBeNull();
+    // A release after its lease ended gives the permits back all the same, and answers "not held".
+    await raw.zadd(k.leases, 1, 'first');
+    expect(await giveBack(name, 'first', false)).toBeNull();
+    expect(await raw.hget(k.base, 'used')).toBe('2');
+    expect(await giveBack(name, 'second', false)).toBe(1);
+    expect(await raw.exists(k.base, k.leases)).toBe(0); // the last holder gone: nothing stays
+  });
+
+  it('lean path: a holder joining others keeps the longest lease on the keys; a release that leaves holders keeps the count', async () => {
+    const name = 'lean-two-holders';
+    const k = keysOf(name);
+    await attempt(name, 'long', 1, 60_000, false, 3);
+    await attempt(name, 'short', 1, 1_000, false, 3);
+    expect(await raw.pttl(k.base)).toBeGreaterThan(30_000);
+    expect(await raw.pttl(k.leases)).toBeGreaterThan(30_000);
+    const releaseLong = () =>
+      release.run(raw, [k.base, k.leases, k.line, k.deadlines, k.channel, `${k.base}:rq:long:once`, k.fence], ['long', 'publish', 10_000, 0, WAITER_TIMEOUT, 60_000]);
+    expect(await releaseLong()).toBe(1);
+    expect(await raw.hget(k.base, 'used')).toBe('1');
+    expect(await raw.zscore(k.leases, 'long')).toBeNull();
+    expect(await releaseLong()).toBe(1); // resent: its record answers
+    expect(await raw.hget(k.base, 'used')).toBe('1');
+    expect(await giveBack(name, 'short', false)).toBe(1);
+    expect(await raw.exists(k.base, k.leases)).toBe(0);
+  });
+
   it('a release grants the freed permits to the waiters at the head of the line, in order, on the short grant lease', async () => {
     const name = 'grant-order';
     await subscribe(name);
