@@ -47,6 +47,17 @@ local requestField = 'rq:' .. ownerId
 
 -- #include server-clock
 
+-- The lean path (docs/architecture.md#lean-path): nobody holds the lock in any mode, nobody has a
+-- lease on it and nobody waits: the first read hold, in a few calls. (A resent attempt whose first
+-- run was applied finds the hash and goes the whole way, which knows its request id.)
+if redis.call('exists', rwKey, leasesKey, lineKey) == 0 then
+  redis.call('hset', rwKey, 'mode', 'read', readField, 1, requestField, requestId, 'since:' .. ownerId, now)
+  redis.call('zadd', leasesKey, now + leaseMs, ownerId)
+  redis.call('pexpire', rwKey, leaseMs)
+  redis.call('pexpire', leasesKey, leaseMs)
+  return nil
+end
+
 -- #include rw-drop-expired-owners
 if redis.call('zcard', leasesKey) == 0 then
   redis.call('del', rwKey, leasesKey)
