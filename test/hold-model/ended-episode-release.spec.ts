@@ -72,8 +72,11 @@ describe.each(ENGINES())('hold model: the release of an ended episode\'s body le
     await inner.catch(() => undefined);
     await releasesSettled(app);
     if (otherGot) await otherLock.unlock().catch(() => undefined);
-    expect({ innerAbortedBefore, heldInRedis }).toEqual({ innerAbortedBefore: false, heldInRedis: 1 });
-    expect({ otherGot, innerAbortedAfter }).toEqual({ otherGot: false, innerAbortedAfter: false });
+    // A body not told of any loss must still hold the lock in Redis, and nobody else may get in.
+    // Received under 610c43c: { innerAbortedBefore: false, heldInRedis: 0, otherGot: true, innerAbortedAfter: false }
+    // (before 610c43c the inner body's signal aborted instead: the outer release found a count left here).
+    const unprotected = !innerAbortedAfter ? { innerAbortedBefore, heldInRedis, otherGot } : undefined;
+    if (unprotected) expect(unprotected).toEqual({ innerAbortedBefore: false, heldInRedis: 1, otherGot: false });
   });
 
   it('lock()/unlock(): two flows on one lock object; the first one, told of its loss, unlocks', async () => {
@@ -106,6 +109,8 @@ describe.each(ENGINES())('hold model: the release of an ended episode\'s body le
     const secondAborted = secondSignal.aborted;
     if (otherGot) await otherLock.unlock().catch(() => undefined);
     await lock.unlock().catch(() => undefined);
-    expect({ heldInRedis, otherGot, secondAborted }).toEqual({ heldInRedis: 1, otherGot: false, secondAborted: false });
+    // Flow B, not told of any loss, must still hold the lock in Redis, and nobody else may get in.
+    // Received under 610c43c: { heldInRedis: 0, otherGot: true } with B's signal not aborted.
+    if (!secondAborted) expect({ heldInRedis, otherGot }).toEqual({ heldInRedis: 1, otherGot: false });
   });
 });
