@@ -1,6 +1,7 @@
 -- Release one hold of the reentrant (or fair) lock; the last one hands the lock to the first live
--- waiter in line. With nobody in line it publishes nothing: every waiter of this version stands in
--- the line (docs/hand-off-protocol.md), so there is nobody to wake.
+-- waiter in line. A hold nobody lined up behind publishes nothing: every waiter of this version
+-- stands in the line (docs/hand-off-protocol.md), so there is nobody to wake; one that had a line
+-- that is gone wakes the lock's channel (a waiter the line dropped while it was alive).
 -- KEYS[1]  lock hash (see reentrant-acquire.lua); field '<owner id>:rls' is set once a release of
 --          this owner left holds behind (a release of that hold's episode may then be a resend)
 -- KEYS[2]  release record: the outcome of this request, kept for ARGV[2] ms so that a resent
@@ -75,12 +76,19 @@ if holds > 1 then
   outcome = 0
 else
   redis.call('del', lockKey)
-  if lineBehind and redis.call('exists', lineKey) == 1 then
-    -- The grantee released: its grant was taken (see line-failed-grantee).
-    if redis.call('hget', seenKey, '~grant') == ownerId then
-      redis.call('hdel', seenKey, '~grant')
+  if lineBehind then
+    if redis.call('exists', lineKey) == 1 then
+      -- The grantee released: its grant was taken (see line-failed-grantee).
+      if redis.call('hget', seenKey, '~grant') == ownerId then
+        redis.call('hdel', seenKey, '~grant')
+      end
+      -- #include line-grant-head
+    else
+      -- A line stood behind this hold and is gone: a waiter it dropped while alive (its client
+      -- marked dead after a missed grant, its deadline passed while it stalled) sleeps out the TTL
+      -- it was told unless woken here.
+      redis.call(publishCommand, lockKey .. ':channel', unlockMessage)
     end
-    -- #include line-grant-head
   end
   outcome = 1
 end

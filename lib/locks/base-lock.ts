@@ -338,7 +338,7 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
       telemetry: this.engine.telemetry?.holdTelemetry(this.kind, this.name, options),
       grantedLeaseMs: grant.grantedLeaseMs,
     };
-    this.forgetEndedEpisode(grant.fencingToken);
+    this.endedEpisodeFound(grant.fencingToken);
     const hold = this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
     if (grant.grantedLeaseMs !== undefined) confirmHandOver(this.engine, this.name, hold, leaseMs, this.renewalCall(leaseMs));
     return true;
@@ -347,14 +347,17 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   /**
    * A re-entry keeps its hold's fencing token; a grant with another token started a new episode in
    * Redis: the hold this process still counts had ended there (deleted, flushed, lost in a restart)
-   * before the watchdog could tell. Its bodies are told now (their signal aborts), and the grant
-   * starts a hold of its own, rather than the loss being hidden by the re-acquisition.
+   * before the watchdog could tell, so its bodies ran unprotected. They are told now (the hold's
+   * signal aborts), rather than the loss being hidden by the re-acquisition. The grant is counted on
+   * the same hold record (one per lock and owner), whose releases now name the new episode: a body
+   * that takes the lock this way starts told too, and the release that ends the count releases it.
+   * (A separate record would let the told body's release end the new episode under a body not told.)
    */
-  private forgetEndedEpisode(grantedToken: number | undefined): void {
+  private endedEpisodeFound(grantedToken: number | undefined): void {
     const { holds, logger } = this.engine;
     const counted = holds.get(this.lockKey, this.ownerId);
     if (!counted || grantedToken === undefined || counted.fencingToken === undefined || counted.fencingToken === grantedToken) return;
-    holds.forget(counted);
+    counted.fencingToken = grantedToken;
     counted.lose(LOST_NEW_EPISODE);
     logger.warn(LOCK_LOST(this.name, LOST_NEW_EPISODE));
   }

@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { LockService } from '../../lib';
 import { LockKeys } from '../../lib/redis/lock-keys';
 import { LockEngine } from '../../lib/runtime/lock-engine';
-import { createLockApp, waitersQueued } from '../support/lock-app';
+import { createLockApp, sleep, waitersQueued } from '../support/lock-app';
 import { startRedis, type TestRedis } from '../support/redis-server';
 
 /**
@@ -47,11 +47,18 @@ describe('a live waiter popped from the line (its client marked dead) is woken w
     const lockKey = `lock:{${name}}`;
     const [, , seenKey] = LockKeys.lineKeys(lockKey);
 
+    const mon = redis.client();
+    const t0 = Date.now();
+    await mon.monitor().then((m: any) => m.on('monitor', (_t: string, args: string[]) => { const a = args.join(' '); if (/evalsha|publish|PUBLISH|EVALSHA/.test(a)) console.log('MON', Date.now() - t0, a.slice(0, 160)); }));
     const holder = holderApp.get(LockService).getLock(name);
     await holder.lock(); // TTL ~30 s: a plain waiter sleeps that long
 
     const waiter = popped.get(LockService).getLock(name);
     const waiting = waiter.tryLock({ waitTime: 60_000 });
+    await waitersQueued(popped);
+    // Until its subscription is confirmed a waiter retries at a short back-off (at most 1 s); after
+    // that it sleeps until the TTL it was told.
+    await sleep(1_500);
     await waitersQueued(popped);
     const other = otherApp.get(LockService).getLock(name);
     const otherWaiting = other.tryLock({ waitTime: 60_000 });
@@ -68,10 +75,12 @@ describe('a live waiter popped from the line (its client marked dead) is woken w
     const freedAt = Date.now();
     await other.unlock();
 
+    let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([
       waiting.then((acquired) => (acquired ? Date.now() - freedAt : -1)),
-      new Promise<number>((resolve) => setTimeout(() => resolve(Number.POSITIVE_INFINITY), 45_000)),
+      new Promise<number>((resolve) => (timer = setTimeout(() => resolve(Number.POSITIVE_INFINITY), 45_000))),
     ]);
+    clearTimeout(timer);
     // Before 863758a the release published on the lock's channel and the waiter took it at once (~30 ms);
     // under 863758a it sleeps out the TTL it was told (~30 s: the holder's watchdog lease).
     expect(outcome).toBeLessThan(5_000);
