@@ -84,10 +84,11 @@ else
       end
       -- #include line-grant-head
     else
-      -- A line stood behind this hold and is gone: a waiter it dropped while alive (its client
-      -- marked dead after a missed grant, its deadline passed while it stalled) sleeps out the TTL
-      -- it was told unless woken here.
-      redis.call(publishCommand, lockKey .. ':channel', unlockMessage)
+      -- A line stood behind this hold and is gone: waiters it dropped while alive (their client
+      -- marked dead after a missed grant, a deadline passed while they stalled) sleep out the TTL
+      -- they were told unless woken here. All of them ('all', WAKE_ALL of unlock-subscriber.ts):
+      -- the one that takes the lock takes it without a line, so its release would wake nobody.
+      redis.call(publishCommand, lockKey .. ':channel', 'all')
     end
   end
   outcome = 1

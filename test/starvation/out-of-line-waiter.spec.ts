@@ -47,9 +47,6 @@ describe('a live waiter popped from the line (its client marked dead) is woken w
     const lockKey = `lock:{${name}}`;
     const [, , seenKey] = LockKeys.lineKeys(lockKey);
 
-    const mon = redis.client();
-    const t0 = Date.now();
-    await mon.monitor().then((m: any) => m.on('monitor', (_t: string, args: string[]) => { const a = args.join(' '); if (/evalsha|publish|PUBLISH|EVALSHA/.test(a)) console.log('MON', Date.now() - t0, a.slice(0, 160)); }));
     const holder = holderApp.get(LockService).getLock(name);
     await holder.lock(); // TTL ~30 s: a plain waiter sleeps that long
 
