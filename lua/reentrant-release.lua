@@ -86,7 +86,7 @@ else
     else
       -- A line stood behind this hold and is gone: waiters it dropped while alive (their client
       -- marked dead after a missed grant, a deadline passed while they stalled) sleep out the TTL
-      -- they were told unless woken here. All of them ('all', WAKE_ALL of unlock-subscriber.ts):
+      -- they were told unless woken here. All of them ('all': WAKE_ALL, every waiter of a process):
       -- the one that takes the lock takes it without a line, so its release would wake nobody.
       redis.call(publishCommand, lockKey .. ':channel', 'all')
     end

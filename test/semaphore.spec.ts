@@ -10,7 +10,7 @@ import {
 } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
 // The public API exports Permit as a type only; the class itself is for instanceof here.
-import { Permit } from '../lib/semaphores/semaphore';
+import { Permit } from '../lib/semaphores/permit';
 import { createLockApp, deferred, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 

@@ -5,7 +5,7 @@ import type { LockService } from '../lock.service';
 import type { LockRunContext, RunOptions, RunPolicy } from '../locks/lock';
 import { skippedAtShutdown } from '../locks/run-locked';
 import type { ReadWriteLockService } from '../read-write-lock.service';
-import type { SemaphoreRunOptions } from '../semaphores/semaphore';
+import type { SemaphoreRunOptions } from '../semaphores/semaphore.options';
 import type { SemaphoreService } from '../semaphores/semaphore.service';
 import type { LockMode } from './distributed-lock.options';
 

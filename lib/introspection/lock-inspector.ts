@@ -1,6 +1,6 @@
 import { LockKeys } from '../redis/lock-keys';
 import { escapeRedisGlob } from '../redis/redis-glob';
-import { SemaphoreKeys } from '../semaphores/semaphore';
+import { SemaphoreKeys } from '../semaphores/semaphore-keys';
 import { NameGlob } from './name-glob';
 import { INSTANCES_BAD_COUNT, LIST_BAD_COUNT } from '../lock.messages';
 import { LuaScript } from '../redis/lua-script';

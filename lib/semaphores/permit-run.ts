@@ -4,7 +4,8 @@ import { HeldLockRunContext } from '../locks/owned-lock';
 import type { RunnableLock } from '../locks/runnable-lock';
 import { LuaScript } from '../redis/lua-script';
 import type { HeldLock } from '../runtime/held-locks';
-import type { Permit, Semaphore } from './semaphore';
+import type { Permit } from './permit';
+import type { Semaphore } from './semaphore';
 
 const renewScript = LuaScript.named('semaphore-renew');
 /** What a permit run records for re-entry: nothing (permits are not re-entered). */

@@ -4,7 +4,8 @@ import type { LockRunContext, RunPolicy, SkippingRunOptions, WaitingRunOptions }
 import { runLocked } from '../locks/run-locked';
 import { LockEngine } from '../runtime/lock-engine';
 import { PermitRun } from './permit-run';
-import { Semaphore, SemaphoreForceReleaseOptions, SemaphoreInfo, SemaphoreOptions, SemaphoreRunOptions } from './semaphore';
+import { Semaphore } from './semaphore';
+import type { SemaphoreForceReleaseOptions, SemaphoreInfo, SemaphoreOptions, SemaphoreRunOptions } from './semaphore.options';
 
 /**
  * Distributed semaphores (docs/architecture.md#semaphore): at most `permits` holders' permits at once across every

@@ -1,13 +1,15 @@
-import { LockNotHeldError, LockTimeoutError } from '../errors';
+import { LockTimeoutError } from '../errors';
 import { FORCE_RELEASE_BAD_PERMIT_ID, FORCE_RELEASE_BAD_TOKEN, INVALID_TAKE } from '../lock.messages';
 import { forceReleaseToken } from '../validators';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../locks/acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import type { CallTicket } from '../redis/bounded-call';
-import type { LockKeys } from '../redis/lock-keys';
+import { Permit } from './permit';
+import { SemaphoreKeys } from './semaphore-keys';
+import type { AcquireOptions, SemaphoreForceReleaseOptions, SemaphoreInfo, SemaphoreOptions } from './semaphore.options';
 import { LuaScript } from '../redis/lua-script';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
-import type { HeldLock, HoldTerms } from '../runtime/held-locks';
+import type { HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import { confirmHandOver } from '../runtime/hand-over';
 import { SemaphoreLimitError } from './semaphore-errors';
@@ -21,159 +23,6 @@ const semaphoreScripts = {
   inspect: LuaScript.named('semaphore-inspect'),
   forceRelease: LuaScript.named('semaphore-force-release'),
 };
-
-/** Options of `Semaphore.acquire()` / `tryAcquire()`. */
-export interface AcquireOptions {
-  /** How many permits to take at once (1 to the semaphore's `permits`). Default 1. */
-  take?: number;
-  /**
-   * How long to wait, in ms. `acquire()` without it waits without limit; `tryAcquire()` without it
-   * makes one attempt (and never joins the line).
-   */
-  waitTime?: number;
-  /**
-   * Lease in ms: the permits go back by themselves after it and are never renewed. Omit it to let
-   * the watchdog renew. Whole milliseconds: a fraction is rounded up.
-   */
-  leaseTime?: number;
-  /**
-   * Cancels the wait: once aborted, the pending acquisition rejects at once with the signal's reason
-   * and leaves no waiter, subscription or place in line behind. No effect once acquired.
-   */
-  signal?: AbortSignal;
-  /**
-   * The `lock.key_template` attribute of this acquisition's metrics and span (e.g. `'export:#tenantId'`;
-   * `@DistributedSemaphore` passes its key template); the concrete name is never recorded unless the
-   * module's `telemetryLockNames` option says so.
-   */
-  metricName?: string;
-}
-
-/** Options of `SemaphoreService.getSemaphore()`. */
-export interface SemaphoreOptions {
-  /** The limit: at most this many permits are held at once, across every process. */
-  permits: number;
-}
-
-/** Which holder `SemaphoreService.forceRelease()` takes permits back from. */
-export interface SemaphoreForceReleaseOptions {
-  /**
-   * The holder's permit id (its `ownerId` in `inspect()`). Optional: the token alone names one
-   * holder (tokens are unique per semaphore); with it the lookup is one read instead of one per holder.
-   */
-  permitId?: string;
-  /** The fencing token of the holder's permits, as `inspect()` showed it: nothing is released unless that holder still holds them with it. */
-  fencingToken: number;
-}
-
-/** Options of `SemaphoreService.run()`. */
-export interface SemaphoreRunOptions extends SemaphoreOptions, AcquireOptions {}
-
-/** What `SemaphoreService.inspect()` reports. */
-export interface SemaphoreInfo {
-  /** The semaphore's name. */
-  readonly name: string;
-  /** Always `semaphore` (`list()` reports locks and semaphores together). */
-  readonly kind: 'semaphore';
-  /** The limit the semaphore is in use with; `undefined` when nobody holds or waits for it. */
-  readonly permits: number | undefined;
-  /** Permits free right now (`undefined` when the semaphore is not in use: all of them). */
-  readonly available: number | undefined;
-  /**
-   * The Redis server's clock when it answered, in ms since the epoch: each holder's `ttl` and
-   * `heldSince` are on it (a holder's age is `serverTime - heldSince`).
-   */
-  readonly serverTime: number;
-  /** Live holders: permit id (an owner id, `clientId:n`), permits taken, remaining lease in ms, fencing token, held since. */
-  readonly holders: ReadonlyArray<{
-    /** The permit id (an owner id). */
-    ownerId: string;
-    /** Permits taken. */
-    permits: number;
-    /** Remaining lease in ms. */
-    ttl: number;
-    /** The permits' fencing token. */
-    fencingToken: number;
-    /**
-     * When the permits were granted, in ms on the server's clock: read from the fencing token (the
-     * server's clock in µs at the grant; see `LockHolderInfo.heldSince` for its precision).
-     */
-    heldSince?: number;
-  }>;
-  /** Waiters in line order, with the permits each asks for. */
-  readonly waiters: ReadonlyArray<{
-    /** The waiter's owner id. */
-    ownerId: string;
-    /** Permits it asks for. */
-    permits: number;
-  }>;
-}
-
-/** The Redis keys of one semaphore: one hash tag, so they share a cluster slot. */
-export class SemaphoreKeys {
-  readonly base: string;
-  readonly leases: string;
-  readonly line: string;
-  readonly deadlines: string;
-  readonly fence: string;
-  readonly channel: string;
-
-  constructor(keys: LockKeys, name: string) {
-    this.base = keys.semaphore(name);
-    this.leases = `${this.base}:leases`;
-    this.line = `${this.base}:line`;
-    this.deadlines = `${this.base}:deadlines`;
-    this.fence = `${this.base}:fence`;
-    this.channel = `${this.base}:channel`;
-  }
-
-  releaseRecord(permitId: string, requestId: string): string {
-    return `${this.base}:rq:${permitId}:${requestId}`;
-  }
-}
-
-/**
- * Permits taken from a semaphore: held by their own owner id with a lease the watchdog renews (or
- * a fixed `leaseTime`). Release them once, in a `finally`.
- */
-export class Permit {
-  private released = false;
-
-  constructor(
-    private readonly semaphore: Semaphore,
-    /** This acquisition's owner id (`clientId:n`), as `inspect` lists it. */
-    readonly ownerId: string,
-    /** How many permits this acquisition holds. */
-    readonly take: number,
-    /** Strictly greater than every token handed out before for this semaphore, by any process. */
-    readonly fencingToken: number,
-    private readonly hold: HeldLock,
-  ) {}
-
-  /** The name of the semaphore these permits were taken from. */
-  get name(): string {
-    return this.semaphore.name;
-  }
-
-  /** Aborted with a `LockLostError` if the library learns these permits were lost (lease ended, renewal found them gone). */
-  get signal(): AbortSignal {
-    return this.hold.signal;
-  }
-
-  /**
-   * Gives the permits back and wakes the waiters they admit. Rejects with `LockNotHeldError` when
-   * they were lost (their lease ended) or already released.
-   */
-  async release(): Promise<void> {
-    if (this.released) throw new LockNotHeldError(this.name);
-    this.released = true;
-    const { holds } = this.semaphore.engine;
-    // Stop renewing first: a renewal racing the release must never extend released permits.
-    holds.forget(this.hold);
-    const given = await this.semaphore.giveBack(this.ownerId, false);
-    if (given !== 1) throw new LockNotHeldError(this.name);
-  }
-}
 
 /**
  * A distributed counting semaphore: at most `permits` permits held at once across every process.

@@ -18,9 +18,20 @@ export class CommandMonitor {
     connection.on('error', () => undefined);
   }
 
-  /** Starts monitoring the server `client` talks to (on a connection of its own). */
+  /**
+   * Starts monitoring the server `client` talks to (on a connection of its own). The connection is
+   * made here rather than by `client.monitor()`, so the listeners are on it before its first line:
+   * `monitor()` resolves a microtask after the 'monitoring' event, and a line that came in the same
+   * chunk as MONITOR's OK was reported as an unhandled "Command queue state error" meanwhile.
+   */
   static async start(client: Redis): Promise<CommandMonitor> {
-    return new CommandMonitor(await client.monitor());
+    const connection = client.duplicate({ monitor: true, lazyConnect: false } as never);
+    const monitor = new CommandMonitor(connection);
+    await new Promise<void>((resolve, reject) => {
+      connection.once('monitoring', () => resolve());
+      connection.once('end', () => reject(new Error('the MONITOR connection closed before monitoring')));
+    });
+    return monitor;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { FairLockService, LockService, ReadWriteLockService, SemaphoreService, type LockRunContext } from '../../lib';
-import { SemaphoreKeys } from '../../lib/semaphores/semaphore';
+import { SemaphoreKeys } from '../../lib/semaphores/semaphore-keys';
 import { LockKeys } from '../../lib/redis/lock-keys';
 import { runLocked } from '../../lib/locks/run-locked';
 import { LockEngine } from '../../lib/runtime/lock-engine';

@@ -29,7 +29,8 @@ export class ReplyDroppingProxy {
       let subscriber = false;
       let releaseAt = 0;
       client.on('data', (chunk) => {
-        if (/subscribe/i.test(chunk.toString('latin1'))) subscriber = true;
+        // The command name as a bulk string (a script's text may mention the word).
+        if (/\$\d+\r\n[sp]?subscribe\r\n/i.test(chunk.toString('latin1'))) subscriber = true;
         upstream.write(chunk);
       });
       upstream.on('data', (chunk) => {

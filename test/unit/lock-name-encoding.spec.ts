@@ -1,7 +1,7 @@
 import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';
 import { LockKeys, nameOfSegment, nameSegment } from '../../lib/redis/lock-keys';
-import { SemaphoreKeys } from '../../lib/semaphores/semaphore';
+import { SemaphoreKeys } from '../../lib/semaphores/semaphore-keys';
 import { instanceKeyPrefix, InstanceRegistry } from '../../lib/runtime/instance-registry';
 
 /**

@@ -1,0 +1,46 @@
+import { LockNotHeldError } from '../errors';
+import type { HeldLock } from '../runtime/held-locks';
+import type { Semaphore } from './semaphore';
+
+/**
+ * Permits taken from a semaphore: held by their own owner id with a lease the watchdog renews (or
+ * a fixed `leaseTime`). Release them once, in a `finally`.
+ */
+export class Permit {
+  private released = false;
+
+  constructor(
+    private readonly semaphore: Semaphore,
+    /** This acquisition's owner id (`clientId:n`), as `inspect` lists it. */
+    readonly ownerId: string,
+    /** How many permits this acquisition holds. */
+    readonly take: number,
+    /** Strictly greater than every token handed out before for this semaphore, by any process. */
+    readonly fencingToken: number,
+    private readonly hold: HeldLock,
+  ) {}
+
+  /** The name of the semaphore these permits were taken from. */
+  get name(): string {
+    return this.semaphore.name;
+  }
+
+  /** Aborted with a `LockLostError` if the library learns these permits were lost (lease ended, renewal found them gone). */
+  get signal(): AbortSignal {
+    return this.hold.signal;
+  }
+
+  /**
+   * Gives the permits back and wakes the waiters they admit. Rejects with `LockNotHeldError` when
+   * they were lost (their lease ended) or already released.
+   */
+  async release(): Promise<void> {
+    if (this.released) throw new LockNotHeldError(this.name);
+    this.released = true;
+    const { holds } = this.semaphore.engine;
+    // Stop renewing first: a renewal racing the release must never extend released permits.
+    holds.forget(this.hold);
+    const given = await this.semaphore.giveBack(this.ownerId, false);
+    if (given !== 1) throw new LockNotHeldError(this.name);
+  }
+}
