@@ -3,7 +3,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { LockService } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
-import { sleep, waitUntil } from './support/lock-app';
+import { waitUntil } from './support/lock-app';
 import { ENGINES, type ContractEngine, type EngineHandle } from './support/lock-contract';
 
 const INDEX = 'lock.instances';
@@ -52,9 +52,8 @@ describe.each(ENGINES())('liveInstances() ($name)', (engine: ContractEngine) => 
     expect(worker.aliveUntil).toBeLessThanOrEqual(live.serverTime + 600);
 
     // The heartbeat moves it on (a watchdog round every 200 ms).
-    await sleep(700);
-    const later = (await app.get(LockService).liveInstances()).instances.find((i) => i.clientId === otherId)!;
-    expect(later.aliveUntil).toBeGreaterThan(worker.aliveUntil);
+    const aliveUntilOf = async () => (await app.get(LockService).liveInstances()).instances.find((i) => i.clientId === otherId)?.aliveUntil ?? 0;
+    await waitUntil(async () => (await aliveUntilOf()) > worker.aliveUntil, 2_000);
 
     await other.close();
     expect(await raw.zscore(INDEX, otherId)).toBeNull();
@@ -67,7 +66,8 @@ describe.each(ENGINES())('liveInstances() ($name)', (engine: ContractEngine) => 
     await raw.zadd(INDEX, now + 150, 'crashed-client');
     await raw.hset('lock.instance:{crashed-client}', 'clientId', 'crashed-client', 'clientName', 'gone', 'host', 'h', 'pid', '1', 'startedAt', 'x');
     expect(await listedIds()).toContain('crashed-client');
-    await sleep(250);
+    // Until the server's clock passes its time (the same clock the listing reads).
+    await waitUntil(async () => (await serverNow()) > now + 150, 2_000);
     expect(await listedIds()).not.toContain('crashed-client');
     expect(await raw.zscore(INDEX, 'crashed-client')).toBeNull();
     await raw.del('lock.instance:{crashed-client}');
