@@ -1,5 +1,6 @@
 /**
- * `npm run demo`: three instances of the sample app against one Redis, a burst of concurrent
+ * `npm run demo` (add `-- --keep` to keep the apps running afterwards, the lock board open, with a
+ * little load on them until Ctrl-C): three instances of the sample app against one Redis, a burst of concurrent
  * reservations for one product spread over them, once through the endpoint locked with
  * @DistributedLock('stock:#sku') and once through the same code without a lock. Prints what each
  * endpoint sold against the stock it had, and stops everything it started.
@@ -76,6 +77,23 @@ async function run(redis: DemoRedis, instances: AppInstance[]): Promise<void> {
   }
 }
 
+/**
+ * `--keep`: the instances stay up with the lock board at /lock-board on each, and a small stream of
+ * reservations keeps some locks held and waited for, until Ctrl-C.
+ */
+async function keepRunning(instances: AppInstance[]): Promise<void> {
+  const urls = instances.map((instance) => instance.url);
+  console.log('');
+  console.log(`The apps keep running. The lock board: ${urls[0]}/lock-board (also on ${urls.slice(1).map((url) => `${url}/lock-board`).join(', ')})`);
+  console.log('A few reservations a second keep locks busy; Ctrl-C stops everything.');
+  const sku = 'board-demo';
+  for (;;) {
+    await setStock(urls[0], sku, 1_000);
+    await fireReservations(urls, `/products/${sku}/reservations`, 20).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+}
+
 async function main(): Promise<number> {
   let redis: DemoRedis | undefined;
   let instances: AppInstance[] = [];
@@ -86,6 +104,7 @@ async function main(): Promise<number> {
     redis = await provideRedis();
     instances = await startInstances(INSTANCES, redis.url);
     await run(redis, instances);
+    if (process.argv.includes('--keep')) await keepRunning(instances);
     return 0;
   } catch (error) {
     console.error(error instanceof NoRedisError ? error.message : error);

@@ -41,6 +41,7 @@ const LIB_ENTRIES = {
   'nestjs-redis-locks': 'lib/index.ts',
   'nestjs-redis-locks/testing': 'lib/testing/index.ts',
   'nestjs-redis-locks/terminus': 'lib/terminus/index.ts',
+  'nestjs-redis-locks/board': 'lib/board/index.ts',
 };
 /** NestJS names a sample may use without importing them (as NestJS's own docs do). */
 const AUTO_IMPORTS = {

@@ -15,10 +15,14 @@
  * `-- Defines  x, y` (the locals it adds; `nothing` when none). The header is the block's contract
  * for the script's author and is not shipped; the body, its own comments included, is.
  *
- * Usage: node scripts/generate-lua.js [--check]   (--check: exit 1 when the file is out of date)
+ * It also writes the lock board's page module (`lib/board/board-assets.generated.ts`, see
+ * `scripts/generate-board-assets.js`), so every script that runs this one gets both.
+ *
+ * Usage: node scripts/generate-lua.js [--check]   (--check: exit 1 when a generated file is out of date)
  */
 const { readdirSync, readFileSync, writeFileSync, existsSync } = require('node:fs');
 const { join } = require('node:path');
+const boardAssets = require('./generate-board-assets');
 
 const root = join(__dirname, '..');
 const luaDir = join(root, 'lua');
@@ -173,10 +177,14 @@ function render() {
   ].join('\n');
 }
 
-/** Writes the module when it differs from what is on disk; returns true when it wrote. */
+/**
+ * Writes the module when it differs from what is on disk, and the board's asset module likewise;
+ * returns true when it wrote either.
+ */
 function generate() {
+  const wroteBoard = boardAssets.generate();
   const text = render();
-  if (existsSync(target) && readFileSync(target, 'utf8') === text) return false;
+  if (existsSync(target) && readFileSync(target, 'utf8') === text) return wroteBoard;
   writeFileSync(target, text);
   return true;
 }
@@ -191,8 +199,14 @@ if (require.main === module) {
         console.error(`${target} is out of date: run node scripts/generate-lua.js`);
         process.exit(1);
       }
-    } else if (generate()) {
-      console.log(`generated ${target}`);
+      if (!boardAssets.upToDate()) {
+        console.error(`${boardAssets.target} is out of date: run node scripts/generate-lua.js`);
+        process.exit(1);
+      }
+    } else {
+      const wroteBoard = boardAssets.generate();
+      if (wroteBoard) console.log(`generated ${boardAssets.target}`);
+      if (generate() && !wroteBoard) console.log(`generated ${target}`);
     }
   } catch (error) {
     console.error(`generate-lua: ${error.message}`);

@@ -14,6 +14,7 @@ import type { LockOptions } from './lock';
 import { chainHolds, frameAtStart, HOLDS_ALSO_WAITING, nextLineSeq, WaitNode, type WaitTarget } from '../deadlocks/wait-node';
 import { cycleFrom, waitForGraph, youngestOf } from '../deadlocks/wait-for-graph';
 import { LockDeadlockError } from '../errors';
+import { SKIPS_IF_LOCKED, type AcquisitionOptions } from '../metrics/lock-telemetry';
 import type { OwnerFrame } from '../runtime/owner-context';
 import type { HeldLock } from '../runtime/held-locks';
 
@@ -197,6 +198,10 @@ export class Acquisition<R> implements Sleeper {
   private subscribed: boolean;
   private acquired = false;
   private ended = false;
+  /** When the acquisition began (monotonic ms), for the contention counters of one that waited. */
+  private readonly startedAt = monotonicNow();
+  /** Whether an attempt found the lock busy: only then is the acquisition counted as contention. */
+  private foundBusy = false;
   private readonly deadline: number;
   /** This acquisition's request id: a release that undoes its late grant names it. */
   private readonly requestId: string;
@@ -407,6 +412,7 @@ export class Acquisition<R> implements Sleeper {
       this.failures += 1;
     } else {
       this.failures = 0;
+      this.foundBusy = true;
       this.busyWithoutTtl = outcome < 0 ? this.busyWithoutTtl + 1 : 0;
     }
     const { cancellation } = this;
@@ -598,6 +604,20 @@ export class Acquisition<R> implements Sleeper {
     }
   }
 
+  /** Counts this acquisition, which found the lock busy, in its instance's contention (the lock board's plots). */
+  private countContention(failed: boolean): void {
+    const { contender } = this;
+    const end =
+      this.acquired && !failed
+        ? 'acquired'
+        : failed
+          ? 'other'
+          : (this.options as AcquisitionOptions | undefined)?.[SKIPS_IF_LOCKED]
+            ? 'skipped'
+            : 'timeout';
+    contender.engine.contention.waited(contender.name, monotonicNow() - this.startedAt, end);
+  }
+
   /** The wait is over without the lock: the busy result after "busy", the error when Redis could not be asked. */
   private endWithoutLock(): void {
     const { outcome } = this;
@@ -619,6 +639,7 @@ export class Acquisition<R> implements Sleeper {
       contender.engine.deadlocks.unwatch(waitNode);
     }
     if (waiter) contender.room.leave(waiter, acquired);
+    if (this.foundBusy) this.countContention(failed);
     const settle = (): void => {
       if (failed) this.reject(result);
       else this.resolve(result as R);

@@ -37,6 +37,9 @@ export function instanceIndexKey(keyPrefix: string): string {
   return `${keyPrefix.replace(/:+$/, '')}.instances`;
 }
 
+/** The instance hash's field with its contention counters (lib/metrics/contention-stats.ts), for the lock board. */
+export const CONTENTION_FIELD = 'contention';
+
 /** The client id of an owner id (`clientId:n`). */
 export function clientIdOf(ownerId: string): string {
   const colon = ownerId.lastIndexOf(':');
@@ -85,6 +88,8 @@ export class InstanceRegistry {
     clientName: string,
     private readonly ttlMs: number,
     private readonly commandTimeout: number,
+    /** The contention counters, written (field `contention`) when they changed since the last heartbeat. */
+    private readonly contention?: { takeChanged(): string | undefined; unwritten(): void },
   ) {
     this.keyPrefix = instanceKeyPrefix(keyPrefix);
     this.key = InstanceRegistry.keyOf(this.keyPrefix, clientId);
@@ -105,11 +110,16 @@ export class InstanceRegistry {
     const { clientId, clientName, host, pid, startedAt } = this.self;
     try {
       const pipeline = this.client.multi();
+      const contention = this.contention?.takeChanged();
       pipeline.hset(this.key, 'clientId', clientId, 'clientName', clientName, 'host', host, 'pid', String(pid), 'startedAt', startedAt);
+      if (contention !== undefined) pipeline.hset(this.key, CONTENTION_FIELD, contention);
       pipeline.pexpire(this.key, this.ttlMs);
       const [results] = await withTimeout(Promise.all([pipeline.exec(), this.index(true)]), this.commandTimeout);
-      return !!results && (results as Array<[Error | null, unknown]>).every(([error]) => !error);
+      const written = !!results && (results as Array<[Error | null, unknown]>).every(([error]) => !error);
+      if (!written && contention !== undefined) this.contention?.unwritten();
+      return written;
     } catch {
+      this.contention?.unwritten();
       return false;
     }
   }

@@ -20,6 +20,7 @@ import { REDLOCK_CONNECTION_DEFAULTS, RedLockMasters } from './redlock-masters';
 import { Watchdog } from './watchdog';
 import { InstanceRegistry } from './instance-registry';
 import { LockTelemetry } from '../metrics/lock-telemetry';
+import { ContentionStats } from '../metrics/contention-stats';
 
 /** How long a release's outcome is kept for a resent release (ioredis replays after a reconnect). */
 const RELEASE_RECORD_TTL_MS = 10_000;
@@ -109,6 +110,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly telemetry: LockTelemetry | undefined;
   /** This instance's identity in Redis, for `inspect` (refreshed by the watchdog's rounds). */
   readonly instances: InstanceRegistry;
+  /** Per-name waits, timeouts and skips, written beside the identity for the lock board. */
+  readonly contention = new ContentionStats();
   /** Refuses a server too old for the scripts (at start when it is reachable, else once it is). */
   readonly serverVersion: ServerVersionCheck;
 
@@ -150,6 +153,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       options.clientName,
       options.watchdogTimeout,
       options.commandTimeout,
+      this.contention,
     );
     const { redlock } = options;
     this.redlockMasters =

@@ -3,6 +3,8 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { TerminusModule } from '@nestjs/terminus';
 import { LockModule } from '../../lib';
 import { LockHealthIndicator } from '../../lib/terminus';
+import { LockBoardModule } from '../../lib/board';
+import { LocalAdminGuard } from './admin/local-admin.guard';
 import { LocksAdminController } from './admin/locks-admin.controller';
 import { HealthController } from './health/health.controller';
 import { FencedStore } from './fencing/fenced-store';
@@ -14,7 +16,13 @@ import { ProductsService } from './products/products.service';
 import { appRedisProviders, REDIS_URL } from './redis/app-redis.provider';
 
 @Module({
-  imports: [LockModule.forRoot({ redis: REDIS_URL }), ScheduleModule.forRoot(), TerminusModule.forRoot({ logger: false })],
+  imports: [
+    LockModule.forRoot({ redis: REDIS_URL }),
+    // The lock board at /lock-board: who holds what, who waits, contention (docs/lock-board.md).
+    LockBoardModule.forRoot({ guard: LocalAdminGuard, allowForceRelease: process.env.BOARD_FORCE_RELEASE === '1' }),
+    ScheduleModule.forRoot(),
+    TerminusModule.forRoot({ logger: false }),
+  ],
   controllers: [ProductsController, OrdersController, HealthController, LocksAdminController],
   providers: [ProductsService, OrdersService, InventoryReportJob, FencedStore, LockHealthIndicator, ...appRedisProviders],
 })

@@ -1,12 +1,14 @@
-import { BadRequestException, Controller, Get, Param, Query } from '@nestjs/common';
+import { BadRequestException, Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
 import { LockInfo, LockService } from '../../../lib';
+import { LocalAdminGuard } from './local-admin.guard';
 
 /** At most this many records per answer, and this long spent looking: the endpoint's own bounds. */
 const MAX_RESULTS = 100;
 const MAX_LIST_MS = 2_000;
 
-/** `GET /admin/locks?match=stock:*` and `GET /admin/locks/:name`: who holds what (put it behind your admin guard). */
+/** `GET /admin/locks?match=stock:*` and `GET /admin/locks/:name`: who holds what, behind the admin guard. */
 @Controller('admin/locks')
+@UseGuards(LocalAdminGuard)
 export class LocksAdminController {
   constructor(private readonly locks: LockService) {}
 

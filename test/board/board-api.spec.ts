@@ -1,0 +1,361 @@
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import type Redis from 'ioredis';
+import { FairLockService, LockModule, LockService, SemaphoreService } from '../../lib';
+import { LockBoardModule } from '../../lib/board';
+import { KeyspaceWalk } from '../../lib/board/keyspace-walk';
+import type { BoardSnapshot } from '../../lib/board';
+import { startRedis, type TestRedis } from '../support/redis-server';
+import { waitFor } from '../support/wait-for';
+import { deferred } from '../support/lock-app';
+import { AUTH, LogCapture, startBoardApp, TokenGuard, type Platform } from './board-app';
+
+/**
+ * The lock board's server side through HTTP (docs/lock-board.md), on Express and Fastify, under a
+ * global prefix, against a real Redis: the guard, the page and its assets, what a snapshot shows,
+ * force release and its refusals, the bounded walk shared by viewers, contention per name. The page
+ * itself is driven in a browser by browser.spec.ts.
+ */
+describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform) => {
+  let redis: TestRedis;
+  let raw: Redis;
+  let app: INestApplication;
+  let url: string;
+  const logs = new LogCapture();
+
+  const get = (path: string, headers: Record<string, string> = AUTH) => fetch(`${url}/api/lock-board${path}`, { headers });
+  const snapshot = async (match?: string): Promise<BoardSnapshot> => {
+    const response = await get(`/api/snapshot${match === undefined ? '' : `?match=${encodeURIComponent(match)}`}`);
+    expect(response.status).toBe(200);
+    return (await response.json()) as BoardSnapshot;
+  };
+  const release = (body: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${url}/api/lock-board/api/force-release`, {
+      method: 'POST',
+      headers: { ...AUTH, 'Content-Type': 'application/json', 'X-Lock-Board': '1', ...headers },
+      body: JSON.stringify(body),
+    });
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    raw = redis.client();
+    ({ app, url } = await startBoardApp(platform, { redis: redis.url, clientName: 'board-app' }, { allowForceRelease: true, refreshMs: 250 }, logs));
+  });
+  afterAll(async () => {
+    await app?.close();
+    await redis?.stop();
+  });
+  afterEach(async () => {
+    await raw.flushall();
+  });
+
+  it('refuses an anonymous request for the page, the assets and the API (the guard runs on every route)', async () => {
+    for (const path of ['', '/board.js', '/board.css', '/api/snapshot']) {
+      expect((await get(path, {})).status).toBe(403);
+    }
+    expect((await release({ name: 'x', kind: 'reentrant', fencingToken: 1, ownerId: 'a:1' }, { Authorization: '' })).status).toBe(403);
+  });
+
+  it("refuses another site's script reading the snapshot, even with the user's credentials", async () => {
+    expect((await get('/api/snapshot', { ...AUTH, 'Sec-Fetch-Site': 'cross-site' })).status).toBe(403);
+    expect((await get('/api/snapshot', { ...AUTH, Origin: 'http://evil.example' })).status).toBe(403);
+    expect((await get('/api/snapshot', { ...AUTH, 'Sec-Fetch-Site': 'same-origin', Origin: url })).status).toBe(200);
+    // A link from elsewhere still opens the page itself.
+    expect((await get('', { ...AUTH, 'Sec-Fetch-Site': 'cross-site' })).status).toBe(200);
+  });
+
+  it('serves the page with relative asset URLs under the global prefix, with a strict CSP', async () => {
+    const page = await get('');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const html = await page.text();
+    expect(html).toContain('src="lock-board/board.js"');
+    expect(html).toContain('href="lock-board/board.css"');
+    expect(html).not.toContain('{{base}}');
+    const script = await get('/board.js');
+    expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(script.headers.get('x-content-type-options')).toBe('nosniff');
+    expect((await get('/board.css')).headers.get('content-type')).toMatch(/^text\/css/);
+  });
+
+  it('shows a held lock with its holder, instance, age, TTL and token, and forgets it once released', async () => {
+    const locks = app.get(LockService);
+    const hold = deferred();
+    const running = locks.run('order:42', () => hold.promise);
+    await waitFor(async () => (await snapshot()).locks.some((lock) => lock.name === 'order:42'), { what: 'order:42 on the board' });
+    const seen = (await snapshot()).locks.find((lock) => lock.name === 'order:42')!;
+    expect(seen.kind).toBe('reentrant');
+    expect(seen.fencingToken).toBeGreaterThan(0);
+    expect(seen.ttl).toBeGreaterThan(0);
+    const [holder] = seen.holders;
+    expect(holder.holdCount).toBe(1);
+    expect(holder.instance).toMatchObject({ clientName: 'board-app', pid: process.pid });
+    expect(seen.serverTime - holder.heldSince!).toBeGreaterThanOrEqual(0);
+    hold.resolve();
+    await running;
+    await waitFor(async () => !(await snapshot()).locks.some((lock) => lock.name === 'order:42'), { what: 'order:42 gone from the board' });
+  });
+
+  it("shows a fair lock's waiters in line order and a semaphore's permits and waiters", async () => {
+    const fair = app.get(FairLockService);
+    const semaphores = app.get(SemaphoreService);
+    const hold = deferred();
+    const holding = fair.run('fair:1', () => hold.promise);
+    await waitFor(async () => (await snapshot()).locks.some((lock) => lock.name === 'fair:1'), { what: 'fair:1 held' });
+    const first = fair.run('fair:1', () => undefined);
+    await waitFor(async () => (await snapshot()).locks.find((lock) => lock.name === 'fair:1')?.waiters?.length === 1, { what: 'first waiter' });
+    const second = fair.run('fair:1', () => undefined);
+    await waitFor(async () => (await snapshot()).locks.find((lock) => lock.name === 'fair:1')?.waiters?.length === 2, { what: 'second waiter' });
+    const line = (await snapshot()).locks.find((lock) => lock.name === 'fair:1')!;
+    expect(line.kind).toBe('fair');
+    expect(line.waiters![0].ownerId).not.toBe(line.waiters![1].ownerId);
+
+    const permits = await semaphores.getSemaphore('pool', { permits: 3 }).acquire({ take: 2 });
+    const waiting = semaphores.run('pool', () => undefined, { permits: 3, take: 2 });
+    await waitFor(async () => ((await snapshot()).semaphores.find((s) => s.name === 'pool')?.waiters?.length ?? 0) === 1, { what: 'semaphore waiter' });
+    const pool = (await snapshot()).semaphores.find((s) => s.name === 'pool')!;
+    expect(pool).toMatchObject({ kind: 'semaphore', permits: 3, available: 1 });
+    expect(pool.holders[0].holdCount).toBe(2);
+    expect(pool.waiters![0].permits).toBe(2);
+
+    hold.resolve();
+    await Promise.all([holding, first, second]);
+    await permits.release();
+    await waiting;
+    await waitFor(async () => {
+      const view = await snapshot();
+      return view.locks.length === 0 && view.semaphores.length === 0;
+    }, { what: 'the board empty again' });
+  });
+
+  it('force-releases only the hold shown, only from the page, and writes an audit line naming who', async () => {
+    const locks = app.get(LockService);
+    const lock = locks.getLock('stuck');
+    await lock.lock({ leaseTime: 60_000 });
+    const token = lock.getFencingToken()!;
+    const body = { name: 'stuck', kind: 'reentrant', fencingToken: token, ownerId: 'someone:1' };
+    // Not from the page: no custom header, another site, another origin, not JSON.
+    expect((await release(body, { 'X-Lock-Board': '' })).status).toBe(403);
+    expect((await release(body, { 'Sec-Fetch-Site': 'cross-site' })).status).toBe(403);
+    expect((await release(body, { Origin: 'http://evil.example' })).status).toBe(403);
+    expect((await release({ ...body, fencingToken: 'x' })).status).toBe(400);
+    // A token the lock no longer has: refused, nothing changes.
+    const stale = await release({ ...body, fencingToken: token - 1 });
+    expect(stale.status).toBe(409);
+    expect(await stale.json()).toMatchObject({ released: false });
+    expect((await locks.inspect('stuck')).locked).toBe(true);
+    // The token shown: released once; the same request again is refused.
+    const ok = await release(body, { Origin: url, 'Sec-Fetch-Site': 'same-origin' });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ released: true });
+    expect((await locks.inspect('stuck')).locked).toBe(false);
+    expect((await release(body)).status).toBe(409);
+    const audit = logs.lines.filter((line) => line.context === 'LockBoard');
+    expect(audit.some((line) => line.level === 'log' && line.message.includes('"stuck"') && line.message.includes('"ops-1"') && line.message.includes(`token ${token}`))).toBe(true);
+    expect(audit.some((line) => line.level === 'warn' && line.message.includes('refused'))).toBe(true);
+    await lock.unlock().catch(() => undefined);
+  });
+
+  it("force-releases a semaphore holder's permits by its token", async () => {
+    const semaphores = app.get(SemaphoreService);
+    const permit = await semaphores.getSemaphore('slots', { permits: 2 }).acquire();
+    await waitFor(async () => (await snapshot()).semaphores.some((s) => s.name === 'slots'), { what: 'slots on the board' });
+    const holder = (await snapshot()).semaphores.find((s) => s.name === 'slots')!.holders[0];
+    const response = await release({ name: 'slots', kind: 'semaphore', fencingToken: holder.fencingToken, ownerId: holder.ownerId });
+    expect(response.status).toBe(200);
+    await waitFor(async () => !(await snapshot()).semaphores.some((s) => s.name === 'slots'), { what: 'slots free' });
+    await permit.release().catch(() => undefined);
+  });
+
+  it('answers a bad filter with 400 naming the problem, and filters by name', async () => {
+    const bad = await get('/api/snapshot?match=' + encodeURIComponent('[z-a]'));
+    expect(bad.status).toBe(400);
+    const locks = app.get(LockService);
+    const a = locks.getLock('order:1');
+    const b = locks.getLock('user:1');
+    await a.lock();
+    await b.lock();
+    await waitFor(async () => (await snapshot('order:*')).locks.map((lock) => lock.name).join() === 'order:1', { what: 'only order:1' });
+    await a.unlock();
+    await b.unlock();
+  });
+
+  it('one walk per refresh, shared by every viewer', async () => {
+    const refresh = jest.spyOn(KeyspaceWalk.prototype, 'refresh');
+    try {
+      // Past the cached reading's age, then ten viewers at once.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      refresh.mockClear();
+      const views = await Promise.all(Array.from({ length: 10 }, () => snapshot()));
+      expect(refresh).toHaveBeenCalledTimes(1);
+      expect(new Set(views.map((view) => view.serverTime)).size).toBe(1);
+    } finally {
+      refresh.mockRestore();
+    }
+  });
+});
+
+describe('lock board: the walk within its budget, contention per name', () => {
+  let redis: TestRedis;
+  let raw: Redis;
+  beforeAll(async () => {
+    redis = await startRedis();
+    raw = redis.client();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('on a keyspace bigger than its budget it says the view is partial, and finds every lock over later refreshes', async () => {
+    const junk = raw.pipeline();
+    for (let i = 0; i < 5_000; i++) junk.set(`other:${i}`, 'x');
+    await junk.exec();
+    const { app, url } = await startBoardApp('express', { redis: redis.url }, { refreshMs: 250, budget: { keysPerRefresh: 1_000 } });
+    try {
+      const locks = app.get(LockService);
+      const names = ['a', 'b', 'c'];
+      const held = names.map((name) => locks.getLock(name));
+      for (const lock of held) await lock.lock();
+      const first = (await (await fetch(`${url}/api/lock-board/api/snapshot`, { headers: AUTH })).json()) as BoardSnapshot;
+      expect(first.walk.complete).toBe(false);
+      expect(first.walk.keysScanned).toBeLessThanOrEqual(1_000);
+      expect(first.walk.message).toMatch(/Partial view: this refresh walked 1,000 keys of about 5,00\d/);
+      await waitFor(
+        async () => {
+          const view = (await (await fetch(`${url}/api/lock-board/api/snapshot`, { headers: AUTH })).json()) as BoardSnapshot;
+          return names.every((name) => view.locks.some((lock) => lock.name === name));
+        },
+        { what: 'every lock found by the walk', timeoutMs: 15_000, stepMs: 260 },
+      );
+      for (const lock of held) await lock.unlock();
+    } finally {
+      await app.close();
+      await raw.flushall();
+    }
+  });
+
+  it('shows at most locksPerRefresh locks, says so, and inspects the names a viewer filters for first', async () => {
+    const { app, url } = await startBoardApp('express', { redis: redis.url }, { refreshMs: 250, budget: { locksPerRefresh: 2 } });
+    const view = async (match?: string) =>
+      (await (await fetch(`${url}/api/lock-board/api/snapshot${match ? `?match=${encodeURIComponent(match)}` : ''}`, { headers: AUTH })).json()) as BoardSnapshot;
+    try {
+      const locks = app.get(LockService);
+      const held = ['k1', 'k2', 'k3', 'k4', 'zz-wanted'].map((name) => locks.getLock(name));
+      for (const lock of held) await lock.lock();
+      const all = await view();
+      expect(all.locks).toHaveLength(2);
+      expect(all.walk.truncated).toBe(true);
+      expect(all.walk.message).toContain('Showing 2 of 5 locks found');
+      await waitFor(async () => (await view('zz-*')).locks.some((lock) => lock.name === 'zz-wanted'), { what: 'the filtered name inspected first', stepMs: 260 });
+      for (const lock of held) await lock.unlock();
+    } finally {
+      await app.close();
+      await raw.flushall();
+    }
+  });
+
+  it("counts waits, timeouts and skips per name across instances (each instance's heartbeat publishes its own)", async () => {
+    const board = await startBoardApp('express', { redis: redis.url, watchdogTimeout: 1_500 }, { refreshMs: 250 });
+    const other = await Test.createTestingModule({ imports: [LockModule.forRoot({ redis: redis.url, watchdogTimeout: 1_500 })] }).compile();
+    await other.init();
+    try {
+      const holder = board.app.get(LockService).getLock('hot');
+      await holder.lock();
+      // The other instance waits and times out twice and skips once.
+      const otherLocks = other.get(LockService);
+      expect(await otherLocks.getLock('hot').tryLock({ waitTime: 50 })).toBe(false);
+      expect(await otherLocks.getLock('hot').tryLock({ waitTime: 50 })).toBe(false);
+      expect(await otherLocks.run('hot', () => 'ran', { skipIfLocked: true })).toBeUndefined();
+      await waitFor(
+        async () => {
+          const view = (await (await fetch(`${board.url}/api/lock-board/api/snapshot`, { headers: AUTH })).json()) as BoardSnapshot;
+          const hot = view.contention.find((entry) => entry.name === 'hot');
+          return hot?.totals.waits === 3 && hot.totals.timeouts === 2 && hot.totals.skips === 1 && hot.totals.waitMs >= 100;
+        },
+        { what: "the other instance's contention on the board", timeoutMs: 10_000, stepMs: 260 },
+      );
+      await holder.unlock();
+    } finally {
+      await other.close();
+      await board.app.close();
+      await raw.flushall();
+    }
+  });
+});
+
+describe('lock board: bad set-up fails at start, naming the option', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  const compile = (board: unknown, withLocks = true) =>
+    Test.createTestingModule({
+      imports: [...(withLocks ? [LockModule.forRoot({ redis: redis.url })] : []), LockBoardModule.forRoot(board as never)],
+    })
+      .compile()
+      .then(async (moduleRef) => {
+        const app = moduleRef.createNestApplication({ logger: false });
+        try {
+          await app.init();
+        } finally {
+          await app.close();
+        }
+      });
+
+  it('a missing guard', async () => {
+    await expect(compile({})).rejects.toThrow(/option "guard" is required/);
+    await expect(compile({ guard: undefined })).rejects.toThrow(/option "guard" is required/);
+    await expect(compile({ guard: {} })).rejects.toThrow(/option "guard" must be a Nest guard/);
+  });
+  it('a bad path, refresh or budget', () => {
+    expect(() => LockBoardModule.forRoot({ guard: false, path: 'a/:id' })).toThrow(/option "path" must be a route of plain path segments/);
+    return Promise.all([
+      expect(compile({ guard: TokenGuard, refreshMs: 10 })).rejects.toThrow(/option "refreshMs" must be an integer from 250 to 60,000/),
+      expect(compile({ guard: TokenGuard, budget: { keysPerRefresh: 5 } })).rejects.toThrow(/"budget.keysPerRefresh" must be an integer/),
+      expect(compile({ guard: TokenGuard, allowForceRelase: true })).rejects.toThrow(/option "allowForceRelase" is not a known option/),
+    ]);
+  });
+  it('no LockModule in the app', async () => {
+    await expect(compile({ guard: TokenGuard }, false)).rejects.toThrow(/LockBoardModule needs LockModule/);
+  });
+  it('guard: false starts, with a warning, and force release stays off by default', async () => {
+    const logs = new LogCapture();
+    const { app, url } = await startBoardApp('express', { redis: redis.url }, { guard: false }, logs);
+    try {
+      expect(logs.lines.some((line) => line.level === 'warn' && line.context === 'LockBoard' && line.message.includes('no guard'))).toBe(true);
+      expect((await fetch(`${url}/api/lock-board/api/snapshot`)).status).toBe(200);
+      const post = await fetch(`${url}/api/lock-board/api/force-release`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Lock-Board': '1' },
+        body: JSON.stringify({ name: 'x', kind: 'reentrant', fencingToken: 1, ownerId: 'a:1' }),
+      });
+      expect(post.status).toBe(404);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('lock board on the testing kit (no Redis)', () => {
+  it("shows a lock held elsewhere in a user's unit test", async () => {
+    const { LockTestingModule, LockTestingControls } = await import('../../lib/testing');
+    const moduleRef = await Test.createTestingModule({ imports: [LockTestingModule.forRoot(), LockBoardModule.forRoot({ guard: false })] }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+    try {
+      const elsewhere = await app.get(LockTestingControls).holdElsewhere('kit:1');
+      const { port } = app.getHttpServer().address() as { port: number };
+      const view = (await (await fetch(`http://127.0.0.1:${port}/lock-board/api/snapshot`)).json()) as BoardSnapshot;
+      expect(view.walk.complete).toBe(true);
+      expect(view.locks.map((lock) => lock.name)).toEqual(['kit:1']);
+      await elsewhere.release();
+    } finally {
+      await app.close();
+    }
+  });
+});
