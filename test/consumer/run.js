@@ -20,6 +20,8 @@
  *    nest11-cjs with Jest (ts-jest, fake timers, --detectOpenHandles: it must exit by itself),
  *    nest12-esm with `node --test`; both replace the app's LockModule import through
  *    `overrideModule(locks).useModule(LockTestingModule.forRoot())`.
+ *    Each app mounts the lock board (`nestjs-redis-locks/board`, guard: false) at /ops/locks: its
+ *    page, script and snapshot answer, and the snapshot shows the lock a request holds.
  *    The two apps also install @nestjs/terminus of their Nest major (11: CommonJS; 12: ESM-only,
  *    loaded by this CommonJS library through `require(esm)`) and serve GET /health with
  *    `LockHealthIndicator` from `nestjs-redis-locks/terminus`: 200 with the indicator's `up` details,
@@ -226,6 +228,7 @@ export class WorkController {
   // the first watchdog round (reported by the indicator) come within a second.
   files['src/app.module.ts'] = `import { Module } from '@nestjs/common';
 import { LockModule } from 'nestjs-redis-locks';
+import { LockBoardModule } from 'nestjs-redis-locks/board';
 ${health ? `import { TerminusModule } from '@nestjs/terminus';\nimport { LockHealthIndicator } from 'nestjs-redis-locks/terminus';\nimport { HealthController } from './health.controller${ext}';\n` : ''}import { WorkController } from './work.controller${ext}';
 
 /** Kept in a constant so tests can replace it: overrideModule(locks).useModule(LockTestingModule.forRoot()). */
@@ -237,7 +240,7 @@ export const locks = LockModule.forRoot({
 });
 
 @Module({
-  imports: [locks${health ? ', TerminusModule' : ''}],
+  imports: [locks, LockBoardModule.forRoot({ guard: false, path: 'ops/locks' })${health ? ', TerminusModule' : ''}],
   controllers: [WorkController${health ? ', HealthController' : ''}],${health ? '\n  providers: [LockHealthIndicator],' : ''}
 })
 export class AppModule {}
@@ -604,11 +607,19 @@ async function check(name, app, redis, { ownFilter }) {
     expectEqual(missing.body.handledBy, 'app', `${name} 404 answered by the app's own filter`);
   }
   expectEqual(otherKey.status, 200, `${name} GET /work/c (another key) while b is held`);
+  // The lock board (nestjs-redis-locks/board): its page, script and snapshot, the held lock on it.
+  const page = await get(app.base, '/ops/locks');
+  expectEqual(page.status, 200, `${name} GET /ops/locks (the lock board)`);
+  if (!String(page.body).includes('src="locks/board.js"')) fail(`${name} the board page's script URL: ${String(page.body).slice(0, 300)}`);
+  expectEqual((await get(app.base, '/ops/locks/board.js')).status, 200, `${name} GET /ops/locks/board.js`);
+  const board = await get(app.base, '/ops/locks/api/snapshot');
+  expectEqual(board.status, 200, `${name} GET /ops/locks/api/snapshot`);
+  if (!board.body.locks?.some((lock) => lock.name === 'work:b')) fail(`${name} the board shows work:b held: ${JSON.stringify(board.body).slice(0, 500)}`);
   const held = await holding;
   expectEqual(held.status, 200, `${name} the holder's answer`);
   const after = await get(app.base, '/work/b');
   expectEqual(after.status, 200, `${name} GET /work/b after release`);
-  log(`${name}: 200 when free, 423 under contention, other keys unaffected, 200 after release`);
+  log(`${name}: 200 when free, 423 under contention, other keys unaffected, 200 after release; the lock board showed the held lock`);
 }
 
 /**
