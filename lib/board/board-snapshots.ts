@@ -2,12 +2,20 @@ import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { LiveInstanceInfo, LockInfo } from '../introspection/lock-info';
 import { LockInspector } from '../introspection/lock-inspector';
-import { NameGlob } from '../introspection/name-glob';
 import { LockEngine } from '../runtime/lock-engine';
 import { ContentionHistory, type BoardContention } from './contention-history';
+import { BoardFilters, MatchBudget } from './board-filters';
 import { KeyspaceWalk, MAX_KNOWN_NAMES, type WalkResult } from './keyspace-walk';
 import { RESOLVED_BOARD_OPTIONS } from './lock-board.tokens';
-import { BOARD_NEEDS_LOCK_MODULE, BOARD_UNAVAILABLE, BOARD_WALK_NAMES_FULL, BOARD_WALK_PARTIAL, BOARD_WALK_TRUNCATED } from './lock-board.messages';
+import {
+  BOARD_FILTER_UNCHECKED,
+  BOARD_FILTER_WAITING,
+  BOARD_NEEDS_LOCK_MODULE,
+  BOARD_UNAVAILABLE,
+  BOARD_WALK_NAMES_FULL,
+  BOARD_WALK_PARTIAL,
+  BOARD_WALK_TRUNCATED,
+} from './lock-board.messages';
 import type { ResolvedLockBoardOptions } from './lock-board.options';
 
 /** What the page's `api/snapshot` answers (docs/lock-board.md#api). */
@@ -37,24 +45,26 @@ export interface BoardSnapshot {
   readonly error?: string;
 }
 
-/** A refresh's reading, shared by every viewer; each viewer's filter is applied to it. */
+/** A refresh's reading, shared by every viewer; each viewer's filter picks its view from it. */
 interface Reading {
   readonly at: number;
   readonly serverTime: number;
   readonly walk: WalkResult;
   readonly instances: readonly LiveInstanceInfo[];
   readonly instancesMore: boolean;
+  /** Per filter text (null: none), the contention shown. */
+  readonly contention: ReadonlyMap<string | null, readonly BoardContention[]>;
 }
 
-/** Filters seen within this many refreshes are inspected first by the walk. */
+/** Filters asked for within this many refreshes are worked for by each refresh. */
 const FILTER_MEMORY_REFRESHES = 5;
-const MAX_FILTERS = 8;
 
 /**
  * One bounded walk of Redis per refresh, shared by every viewer (docs/lock-board.md#cost): a
  * request finds the latest reading fresh (younger than `refreshMs`), or waits for the one refresh
- * in flight, or starts it. A viewer's filter picks from the reading; filters seen lately are
- * inspected first when the keyspace holds more locks than one refresh may inspect.
+ * in flight, or starts it, never sooner than `refreshMs` after the last one. A reading holds a view
+ * per filter asked for lately (at most four); a request with a new filter waits for the next
+ * refresh, which works for it too.
  */
 @Injectable()
 export class BoardSnapshots implements OnModuleInit {
@@ -62,11 +72,10 @@ export class BoardSnapshots implements OnModuleInit {
   private inspector!: LockInspector;
   private walk!: KeyspaceWalk;
   private contention!: ContentionHistory;
+  private filters!: BoardFilters;
   private latest: Reading | undefined;
   private inFlight: Promise<Reading> | undefined;
   private lastError: string | undefined;
-  /** Filter text -> when it was last asked for (ms, this process's clock). */
-  private readonly filters = new Map<string, { glob: NameGlob; askedAt: number }>();
 
   constructor(
     @Inject(RESOLVED_BOARD_OPTIONS) private readonly options: ResolvedLockBoardOptions,
@@ -82,30 +91,35 @@ export class BoardSnapshots implements OnModuleInit {
     }
     this.walk = new KeyspaceWalk(this.engine, this.inspector, this.options.keysPerRefresh, this.options.locksPerRefresh);
     this.contention = new ContentionHistory(this.engine);
+    this.filters = new BoardFilters(this.engine.options.maxNameLength);
   }
 
-  /** Checks a filter before any Redis work (a bad one is the caller's 400). */
-  parseMatch(match: string | undefined): NameGlob | undefined {
-    if (match === undefined || match === '') return undefined;
-    return NameGlob.parse(match, 2 * this.engine.options.maxNameLength);
+  /** Checks a filter before any Redis work (a bad one is the caller's 400: a `TypeError`). */
+  parseMatch(match: string | undefined): void {
+    if (match !== undefined && match !== '') BoardFilters.parse(match, this.engine.options.maxNameLength);
   }
 
   async snapshot(match: string | undefined): Promise<BoardSnapshot> {
-    const glob = this.parseMatch(match);
-    if (glob && match) {
-      this.filters.delete(match);
-      this.filters.set(match, { glob, askedAt: Date.now() });
-      if (this.filters.size > MAX_FILTERS) this.filters.delete(this.filters.keys().next().value as string);
+    const text = match === undefined || match === '' ? null : match;
+    if (text !== null) this.filters.ask(text, Date.now());
+    let reading = await this.reading();
+    // A filter new to the latest reading: the next refresh (not sooner than refreshMs) works for it
+    // (twice: a refresh already under way when it was asked for does not).
+    for (let tries = 0; tries < 2 && text !== null && !reading.walk.views.has(text); tries++) {
+      this.filters.ask(text, Date.now());
+      reading = await this.reading(true);
     }
-    const reading = await this.reading();
-    return this.view(reading, glob, match);
+    return this.view(reading, text);
   }
 
-  private async reading(): Promise<Reading> {
+  private async reading(needNext = false): Promise<Reading> {
     const { latest } = this;
-    if (latest && Date.now() - latest.at < this.options.refreshMs) return latest;
+    if (!needNext && latest && Date.now() - latest.at < this.options.refreshMs) return latest;
     if (!this.inFlight) {
-      this.inFlight = this.refresh().finally(() => (this.inFlight = undefined));
+      const wait = latest ? Math.max(0, latest.at + this.options.refreshMs - Date.now()) : 0;
+      this.inFlight = new Promise((resolve) => setTimeout(resolve, wait))
+        .then(() => this.refresh())
+        .finally(() => (this.inFlight = undefined));
     }
     try {
       return await this.inFlight;
@@ -117,37 +131,43 @@ export class BoardSnapshots implements OnModuleInit {
   }
 
   private async refresh(): Promise<Reading> {
-    const since = Date.now() - FILTER_MEMORY_REFRESHES * this.options.refreshMs;
-    const wanted = [...this.filters.values()].filter(({ askedAt }) => askedAt >= since).map(({ glob }) => glob);
-    const walk = await this.walk.refresh(wanted);
+    const filters = this.filters.active(Date.now() - FILTER_MEMORY_REFRESHES * this.options.refreshMs);
+    const budget = new MatchBudget();
+    const walk = await this.walk.refresh(filters, budget);
     const live = await this.inspector.liveInstances({ count: 100 });
     await this.contention.update(
       live.instances.map((instance) => instance.clientId),
       live.serverTime,
     );
+    const contention = new Map<string | null, readonly BoardContention[]>([[null, this.contention.view(undefined, budget)]]);
+    for (const filter of filters) contention.set(filter.text, this.contention.view(filter, budget));
     this.lastError = undefined;
-    this.latest = { at: Date.now(), serverTime: live.serverTime, walk, instances: live.instances, instancesMore: live.more };
+    this.latest = { at: Date.now(), serverTime: live.serverTime, walk, instances: live.instances, instancesMore: live.more, contention };
     return this.latest;
   }
 
-  private view(reading: Reading, glob: NameGlob | undefined, match: string | undefined): BoardSnapshot {
+  private view(reading: Reading, text: string | null): BoardSnapshot {
     const { walk } = reading;
-    const shown = walk.inspected.filter((info) => !glob || glob.matches(info.name));
-    const hidden = walk.uninspected.filter((name) => !glob || glob.matches(name)).length;
+    const view = walk.views.get(text);
     const messages: string[] = [];
     if (!walk.complete) messages.push(BOARD_WALK_PARTIAL(walk.keysScanned, walk.keyspaceSize));
-    if (hidden > 0) messages.push(BOARD_WALK_TRUNCATED(shown.length, shown.length + hidden));
+    if (!view) messages.push(BOARD_FILTER_WAITING);
+    else {
+      if (view.hidden > 0) messages.push(BOARD_WALK_TRUNCATED(view.shown.length, view.shown.length + view.hidden));
+      if (view.unchecked > 0) messages.push(BOARD_FILTER_UNCHECKED(view.unchecked));
+    }
     if (walk.namesFull) messages.push(BOARD_WALK_NAMES_FULL(MAX_KNOWN_NAMES));
+    const shown = view?.shown ?? [];
     return {
       serverTime: reading.serverTime,
       refreshMs: this.options.refreshMs,
       forceRelease: this.options.allowForceRelease,
-      match: match || null,
+      match: text,
       walk: {
         complete: walk.complete,
         keysScanned: walk.keysScanned,
-        locksInspected: walk.inspected.length,
-        truncated: hidden > 0,
+        locksInspected: walk.inspections,
+        truncated: (view?.hidden ?? 0) > 0,
         budget: { keysPerRefresh: this.options.keysPerRefresh, locksPerRefresh: this.options.locksPerRefresh },
         ...(messages.length > 0 ? { message: messages.join(' ') } : {}),
       },
@@ -155,7 +175,7 @@ export class BoardSnapshots implements OnModuleInit {
       semaphores: shown.filter((info) => info.kind === 'semaphore'),
       instances: reading.instances,
       instancesMore: reading.instancesMore,
-      contention: this.contention.view(glob),
+      contention: reading.contention.get(text) ?? [],
       ...(this.lastError ? { error: this.lastError } : {}),
     };
   }

@@ -1,7 +1,7 @@
 import { decodeContention, type ContentionCounters } from '../metrics/contention-stats';
-import { CONTENTION_FIELD, InstanceRegistry } from '../runtime/instance-registry';
+import { contentionKeyOf, InstanceRegistry } from '../runtime/instance-registry';
 import type { LockEngine } from '../runtime/lock-engine';
-import type { NameGlob } from '../introspection/name-glob';
+import type { BoardFilter, MatchBudget, Matchable } from './board-filters';
 
 /** Points kept per name (one per refresh that saw a change anywhere). */
 const MAX_POINTS = 60;
@@ -31,31 +31,41 @@ function add(into: ContentionCounters, counters: ContentionCounters): void {
   into.skips += counters.skips;
 }
 
+/** A name's totals, kept across refreshes with the filters' verdicts on it. */
+interface NameTotals extends Matchable {
+  readonly name: string;
+  totals: ContentionCounters;
+}
+
 /**
  * Contention per name over time: every instance counts its own waits, timeouts and skips per name
  * and its heartbeat writes them beside its identity (lib/metrics/contention-stats.ts); each refresh
  * reads the live instances' counters (this instance's from memory), and a point is the increase
- * since the previous refresh. An instance that restarted (its counters went down) counts from zero.
+ * since the previous refresh. An instance that restarted (its counters went down) counts from zero;
+ * one whose counters could not be read this time keeps its last ones (missing is not zero).
  */
 export class ContentionHistory {
   private lastSeen = new Map<string, Map<string, ContentionCounters>>();
   private points: Array<{ at: number; byName: Map<string, ContentionCounters> }> = [];
-  private totals = new Map<string, ContentionCounters>();
+  private names = new Map<string, NameTotals>();
 
   constructor(private readonly engine: LockEngine) {}
 
   /** Reads the live instances' counters and records the increase as one point at `serverTime`. */
   async update(clientIds: readonly string[], serverTime: number): Promise<void> {
-    const counters = await this.read(clientIds);
+    const read = await this.read(clientIds);
+    const counters = new Map<string, Map<string, ContentionCounters>>();
     const increase = new Map<string, ContentionCounters>();
     const totals = new Map<string, ContentionCounters>();
-    for (const [clientId, byName] of counters) {
+    for (const [clientId, fresh] of read) {
       const before = this.lastSeen.get(clientId);
+      const byName = fresh ?? before ?? new Map<string, ContentionCounters>();
+      counters.set(clientId, byName);
       for (const [name, now] of byName) {
         add(totals.get(name) ?? totals.set(name, zero()).get(name)!, now);
-        const was = before?.get(name);
         // First sight of an instance: its counters are history before the board looked (totals only).
-        if (!before) continue;
+        if (!before || !fresh) continue;
+        const was = before.get(name);
         const restarted = was && (now.waits < was.waits || now.waitMs < was.waitMs);
         const delta = !was || restarted ? now : { waits: now.waits - was.waits, waitMs: now.waitMs - was.waitMs, timeouts: now.timeouts - was.timeouts, skips: now.skips - was.skips };
         if (delta.waits === 0 && delta.timeouts === 0 && delta.skips === 0) continue;
@@ -63,39 +73,45 @@ export class ContentionHistory {
       }
     }
     this.lastSeen = counters;
-    this.totals = totals;
+    const names = new Map<string, NameTotals>();
+    for (const [name, sum] of totals) {
+      const entry = this.names.get(name) ?? { name, totals: sum };
+      entry.totals = sum;
+      names.set(name, entry);
+    }
+    this.names = names;
     this.points.push({ at: serverTime, byName: increase });
     if (this.points.length > MAX_POINTS) this.points.shift();
   }
 
-  /** The names with any contention, the most waits first, filtered by `glob`. */
-  view(glob: NameGlob | undefined): BoardContention[] {
-    const names = [...this.totals]
-      .filter(([name, totals]) => totals.waits > 0 && (!glob || glob.matches(name)))
-      .sort(([a, x], [b, y]) => y.waits - x.waits || (a < b ? -1 : a > b ? 1 : 0))
+  /** The names with any contention, the most waits first, that `filter` matches (within the budget). */
+  view(filter: BoardFilter | undefined, budget: MatchBudget): BoardContention[] {
+    const names = [...this.names.values()]
+      .filter((entry) => entry.totals.waits > 0 && (!filter || filter.verdict(entry, budget) === true))
+      .sort((a, b) => b.totals.waits - a.totals.waits || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
       .slice(0, MAX_NAMES_SHOWN);
-    return names.map(([name, totals]) => ({
+    return names.map(({ name, totals }) => ({
       name,
       totals: { ...totals },
       points: this.points.map(({ at, byName }) => ({ at, ...(byName.get(name) ?? zero()) })),
     }));
   }
 
-  /** Each live instance's counters: this one's from memory, the others' from their hashes. */
-  private async read(clientIds: readonly string[]): Promise<Map<string, Map<string, ContentionCounters>>> {
+  /** Each live instance's counters: this one's from memory, the others' from Redis (undefined: not read). */
+  private async read(clientIds: readonly string[]): Promise<Map<string, Map<string, ContentionCounters> | undefined>> {
     const { engine } = this;
     const self = engine.instances.self.clientId;
-    const result = new Map<string, Map<string, ContentionCounters>>();
+    const result = new Map<string, Map<string, ContentionCounters> | undefined>();
     result.set(self, engine.contention.snapshot());
     const others = clientIds.filter((id) => id !== self);
-    const fields = await Promise.all(
+    const texts = await Promise.all(
       others.map((clientId) =>
         engine
-          .call('lock board', () => engine.client.hget(InstanceRegistry.keyOf(engine.instances.keyPrefix, clientId), CONTENTION_FIELD))
-          .catch(() => null),
+          .call('lock board', () => engine.client.get(contentionKeyOf(InstanceRegistry.keyOf(engine.instances.keyPrefix, clientId))))
+          .catch(() => undefined),
       ),
     );
-    others.forEach((clientId, i) => result.set(clientId, decodeContention(fields[i])));
+    others.forEach((clientId, i) => result.set(clientId, texts[i] == null ? undefined : decodeContention(texts[i])));
     return result;
   }
 }

@@ -1,36 +1,54 @@
 import type { LockInfo } from '../introspection/lock-info';
 import type { LockInspector } from '../introspection/lock-inspector';
-import type { NameGlob } from '../introspection/name-glob';
 import { escapeRedisGlob } from '../redis/redis-glob';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import type { LockEngine } from '../runtime/lock-engine';
+import { MatchBudget, type BoardFilter, type Matchable } from './board-filters';
 
 /** Keys SCAN looks at per call: small enough that one call never holds Redis up for long (about 1 ms). */
 const SCAN_COUNT = 1_000;
 /** Names the walk remembers between refreshes (a few MB at most). */
 export const MAX_KNOWN_NAMES = 100_000;
+/** Past that, names a viewer filters for are still remembered, up to this many more. */
+export const MAX_FILTERED_OVERFLOW = 5_000;
+/** Waiters read per lock: a line of 20,000 is shown as its first ones and its length. */
+export const BOARD_WAITER_LIMIT = 50;
+/** Names looked at between two yields to the event loop (the app's leases are renewed on it). */
+const YIELD_EVERY = 2_000;
 
 type Kind = 'reentrant' | 'readWrite' | 'semaphore';
-interface Found {
+interface Found extends Matchable {
   readonly kind: Kind;
   readonly name: string;
 }
 
+/** What one view (unfiltered, or one filter) of a refresh shows. */
+export interface WalkView {
+  /** Locks and semaphores inspected this refresh that are held or waited for, by name. */
+  readonly shown: readonly LockInfo[];
+  /** Matching names known but not inspected this refresh (over `locksPerRefresh`). */
+  readonly hidden: number;
+  /** Known names the filter could not be checked against yet (the match budget): later refreshes do. */
+  readonly unchecked: number;
+}
+
 /** What one refresh of the walk read. */
 export interface WalkResult {
-  /** Locks and semaphores inspected this refresh that are held or waited for. */
-  readonly inspected: readonly LockInfo[];
-  /** Names known to exist but not inspected this refresh (over the budget). */
-  readonly uninspected: readonly string[];
-  /** Keys SCAN looked at this refresh (at most the budget, rounded up to SCAN's step). */
+  /** Per filter text (null: no filter), what it shows. */
+  readonly views: ReadonlyMap<string | null, WalkView>;
+  /** Keys SCAN looked at this refresh (at most the budget). */
   readonly keysScanned: number;
+  /** Inspect calls made this refresh (at most `locksPerRefresh`). */
+  readonly inspections: number;
   /** A whole pass over the keyspace fitted in this refresh: the view is exact. */
   readonly complete: boolean;
-  /** Keys in the keyspace (DBSIZE, summed over masters), when it could be read. */
+  /** Keys in the keyspace (DBSIZE, summed over masters), when the view is partial. */
   readonly keyspaceSize: number | undefined;
   /** The walk stopped remembering names (`MAX_KNOWN_NAMES`). */
   readonly namesFull: boolean;
 }
+
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * The board's bounded walk of Redis (docs/lock-board.md#cost): each refresh SCANs on from where
@@ -38,13 +56,15 @@ export interface WalkResult {
  * the walk never blocks Redis), and inspects at most `locksPerRefresh` of the names it knows: those
  * found in this pass or the last complete one, names a viewer filters for first. A keyspace smaller
  * than the budget is walked whole on every refresh; a bigger one over several, and the board says so.
+ * The work in this process is bounded too: no sort of the known names, glob verdicts remembered per
+ * name within a per-refresh budget, and a yield to the event loop every 2,000 names.
  */
 export class KeyspaceWalk {
   /** Per master (by index), where the pass stands; '0' at a pass's start. */
   private cursors: string[] = [];
   private master = 0;
   private passStarted = false;
-  /** Names seen in the pass under way, and in the last complete one. */
+  /** Names seen in the pass under way, and in the last complete one (key -> found). */
   private current = new Map<string, Found>();
   private previous = new Map<string, Found>();
 
@@ -53,10 +73,12 @@ export class KeyspaceWalk {
     private readonly inspector: LockInspector,
     private readonly keysPerRefresh: number,
     private readonly locksPerRefresh: number,
+    /** How many names it remembers, and how many more a filter may add past them (lower in tests). */
+    private readonly memory = { names: MAX_KNOWN_NAMES, filteredOverflow: MAX_FILTERED_OVERFLOW },
   ) {}
 
-  /** One refresh: walk on within the budget, then inspect the known names (`first` before the rest). */
-  async refresh(first: readonly NameGlob[]): Promise<WalkResult> {
+  /** One refresh: walk on within the budget, then inspect the known names (the filters' first). */
+  async refresh(filters: readonly BoardFilter[], budget = new MatchBudget()): Promise<WalkResult> {
     const masters = this.masters();
     if (this.cursors.length !== masters.length) this.restartPass(masters.length);
     const startedFresh = !this.passStarted;
@@ -71,7 +93,7 @@ export class KeyspaceWalk {
         node.scan(this.cursors[this.master], 'MATCH', pattern, 'COUNT', count, 'TYPE', 'hash'),
       )) as [string, string[]];
       scanned += count;
-      for (const key of keys) this.remember(key);
+      for (const key of keys) this.remember(key, filters, budget);
       this.cursors[this.master] = next;
       if (next !== '0') continue;
       this.master += 1;
@@ -85,8 +107,10 @@ export class KeyspaceWalk {
       this.restartPass(masters.length);
     }
     const keyspaceSize = complete ? undefined : await this.keyspaceSize(masters);
-    const { inspected, uninspected } = await this.inspectKnown(first);
-    return { inspected, uninspected, keysScanned: scanned, complete, keyspaceSize, namesFull: this.known().size >= MAX_KNOWN_NAMES };
+    const known = this.known();
+    const { inspected, inspections } = await this.inspectKnown(known, filters, budget);
+    const views = await this.views(known, inspected, filters, budget);
+    return { views, keysScanned: scanned, inspections, complete, keyspaceSize, namesFull: known.size >= this.memory.names };
   }
 
   private restartPass(masters: number): void {
@@ -96,11 +120,22 @@ export class KeyspaceWalk {
     this.current = new Map();
   }
 
-  private remember(key: string): void {
-    const found = this.engine.keys.parse(key);
-    if (!found || this.current.size >= MAX_KNOWN_NAMES) return;
-    const kind: Kind = found.kind === 'readWrite' ? 'readWrite' : found.kind === 'semaphore' ? 'semaphore' : 'reentrant';
-    this.current.set(key, { kind, name: found.name });
+  private remember(key: string, filters: readonly BoardFilter[], budget: MatchBudget): void {
+    const known = this.current.get(key) ?? this.previous.get(key);
+    if (known) {
+      this.current.set(key, known);
+      return;
+    }
+    const parsed = this.engine.keys.parse(key);
+    if (!parsed) return;
+    const kind: Kind = parsed.kind === 'readWrite' ? 'readWrite' : parsed.kind === 'semaphore' ? 'semaphore' : 'reentrant';
+    const found: Found = { kind, name: parsed.name };
+    const { names, filteredOverflow } = this.memory;
+    if (this.current.size >= names) {
+      // Full: only names a viewer filters for, so that narrowing the filter does show them.
+      if (this.current.size >= names + filteredOverflow || !filters.some((filter) => filter.verdict(found, budget))) return;
+    }
+    this.current.set(key, found);
   }
 
   private known(): Map<string, Found> {
@@ -110,29 +145,64 @@ export class KeyspaceWalk {
     return all;
   }
 
-  private async inspectKnown(first: readonly NameGlob[]): Promise<{ inspected: LockInfo[]; uninspected: string[] }> {
-    const known = [...this.known()];
-    const wanted = (found: Found): boolean => first.some((glob) => glob.matches(found.name));
-    // Names a viewer filters for first, then the rest, each in name order (a stable page).
-    known.sort(([, a], [, b]) => Number(wanted(b)) - Number(wanted(a)) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const inspected: LockInfo[] = [];
-    const uninspected: string[] = [];
-    let calls = 0;
-    for (const [key, found] of known) {
-      if (calls >= this.locksPerRefresh) {
-        uninspected.push(found.name);
-        continue;
-      }
-      calls += 1;
+  /** Inspects up to `locksPerRefresh` known names, those a filter matches first; drops the ones gone. */
+  private async inspectKnown(
+    known: Map<string, Found>,
+    filters: readonly BoardFilter[],
+    budget: MatchBudget,
+  ): Promise<{ inspected: Map<Found, LockInfo>; inspections: number }> {
+    const wanted: Array<[string, Found]> = [];
+    const rest: Array<[string, Found]> = [];
+    let seen = 0;
+    for (const entry of known) {
+      if (++seen % YIELD_EVERY === 0) await yieldToLoop();
+      (filters.some((filter) => filter.verdict(entry[1], budget) === true) ? wanted : rest).push(entry);
+    }
+    const inspected = new Map<Found, LockInfo>();
+    let inspections = 0;
+    for (const [key, found] of [...wanted, ...rest]) {
+      if (inspections >= this.locksPerRefresh) break;
+      inspections += 1;
       const info = await this.inspect(found);
-      if (info.locked || (info.waiters?.length ?? 0) > 0) inspected.push(info);
+      if (info.locked || (info.waiters?.length ?? 0) > 0) inspected.set(found, info);
       else {
         // Gone (released, expired): forgotten until a pass finds it again.
         this.current.delete(key);
         this.previous.delete(key);
+        known.delete(key);
       }
     }
-    return { inspected, uninspected };
+    return { inspected, inspections };
+  }
+
+  /** The unfiltered view and one per filter, from the verdicts remembered on each name. */
+  private async views(
+    known: Map<string, Found>,
+    inspected: Map<Found, LockInfo>,
+    filters: readonly BoardFilter[],
+    budget: MatchBudget,
+  ): Promise<Map<string | null, WalkView>> {
+    const byName = (a: LockInfo, b: LockInfo): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+    const views = new Map<string | null, WalkView>();
+    views.set(null, { shown: [...inspected.values()].sort(byName), hidden: Math.max(0, known.size - inspected.size), unchecked: 0 });
+    for (const filter of filters) {
+      const shown: LockInfo[] = [];
+      let hidden = 0;
+      let unchecked = 0;
+      let seen = 0;
+      for (const found of known.values()) {
+        if (++seen % YIELD_EVERY === 0) await yieldToLoop();
+        const matched = filter.verdict(found, budget);
+        if (matched === undefined) unchecked += 1;
+        else if (matched) {
+          const info = inspected.get(found);
+          if (info) shown.push(info);
+          else hidden += 1;
+        }
+      }
+      views.set(filter.text, { shown: shown.sort(byName), hidden, unchecked });
+    }
+    return views;
   }
 
   private inspect(found: Found): Promise<LockInfo> {

@@ -47,7 +47,12 @@ export const BOARD_WALK_TRUNCATED = (shown: number, found: number): string =>
   `Showing ${shown.toLocaleString('en-US')} of ${found.toLocaleString('en-US')} locks found (the refresh budget); narrow the filter to see the others.`;
 
 export const BOARD_WALK_NAMES_FULL = (limit: number): string =>
-  `The walk stopped remembering names at ${limit.toLocaleString('en-US')}; narrow the filter to see the others.`;
+  `The walk remembers ${limit.toLocaleString('en-US')} names; past them it keeps only names a filter asks for (a few thousand more), so narrow the filter to find the others.`;
+
+export const BOARD_FILTER_WAITING = 'Too many different filters are in use at once: this one waits for its turn (a later refresh).';
+
+export const BOARD_FILTER_UNCHECKED = (count: number): string =>
+  `The filter has not been checked against ${count.toLocaleString('en-US')} names yet (a refresh bounds its work); later refreshes do.`;
 
 export const BOARD_UNAVAILABLE = (error: unknown): string =>
   `Redis could not be read: ${error instanceof Error ? error.message : String(error)}. The last view is kept.`;

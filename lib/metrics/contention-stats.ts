@@ -3,8 +3,9 @@
  * how many acquisitions had to wait, their wait time, and how many ended without the lock (timed
  * out, or skipped by `skipIfLocked`). Counted only for an acquisition that missed at least once, so
  * an uncontended lock costs nothing here. Cumulative since the instance started, for at most
- * `MAX_NAMES` names (the least recently contended one makes room); the heartbeat writes them beside
- * the instance's identity in Redis whenever they changed, where the board reads every instance's.
+ * `MAX_NAMES` names (the least recently contended one makes room); the heartbeat writes them (a few
+ * KB at most) to a key beside the instance's identity whenever they changed, where the board reads
+ * every instance's.
  */
 export interface ContentionCounters {
   /** Acquisitions that found the lock busy at least once (whatever their outcome). */
@@ -24,8 +25,12 @@ export interface EncodedContention {
   readonly names: Record<string, [number, number, number, number]>;
 }
 
-/** Names kept per instance: bounds the memory here and the field the heartbeat writes (a few KB). */
+/** Names kept per instance: bounds the memory here. */
 export const MAX_NAMES = 100;
+/** A name as written for the board: cut to this many characters (a name may be up to `maxNameLength`). */
+export const MAX_WRITTEN_NAME = 200;
+/** The written JSON's size at most, in characters: the least recently contended names are left out past it. */
+export const MAX_WRITTEN_CHARS = 16_384;
 
 /** How an acquisition that waited ended. */
 export type WaitEnd = 'acquired' | 'timeout' | 'skipped' | 'other';
@@ -69,16 +74,28 @@ export class ContentionStats {
   }
 }
 
+/**
+ * The counters as the heartbeat writes them: bounded whatever the names (each cut to 200
+ * characters, with `…`; the most recently contended first until 16 KB).
+ */
 export function encodeContention(names: ReadonlyMap<string, ContentionCounters>): string {
   const encoded: EncodedContention = { at: Date.now(), names: {} };
-  for (const [name, c] of names) encoded.names[name] = [c.waits, c.waitMs, c.timeouts, c.skips];
+  let size = 40;
+  for (const [name, c] of [...names].reverse()) {
+    const written = name.length > MAX_WRITTEN_NAME ? `${name.slice(0, MAX_WRITTEN_NAME)}…` : name;
+    const values: [number, number, number, number] = [c.waits, c.waitMs, c.timeouts, c.skips];
+    const entrySize = JSON.stringify(written).length + JSON.stringify(values).length + 2;
+    if (size + entrySize > MAX_WRITTEN_CHARS) break;
+    size += entrySize;
+    encoded.names[written] = values;
+  }
   return JSON.stringify(encoded);
 }
 
 /** Reads what another instance wrote; anything malformed reads as nothing (it is only a view). */
 export function decodeContention(text: unknown): Map<string, ContentionCounters> {
   const found = new Map<string, ContentionCounters>();
-  if (typeof text !== 'string' || text === '') return found;
+  if (typeof text !== 'string' || text === '' || text.length > 2 * MAX_WRITTEN_CHARS) return found;
   try {
     const parsed = JSON.parse(text) as Partial<EncodedContention>;
     const names = parsed && typeof parsed.names === 'object' && parsed.names ? parsed.names : {};

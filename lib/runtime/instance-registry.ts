@@ -37,8 +37,13 @@ export function instanceIndexKey(keyPrefix: string): string {
   return `${keyPrefix.replace(/:+$/, '')}.instances`;
 }
 
-/** The instance hash's field with its contention counters (lib/metrics/contention-stats.ts), for the lock board. */
-export const CONTENTION_FIELD = 'contention';
+/**
+ * The key of an instance's contention counters (lib/metrics/contention-stats.ts), for the lock
+ * board: beside its identity (same slot), apart from it so that `inspect()` never reads them.
+ */
+export function contentionKeyOf(instanceKey: string): string {
+  return `${instanceKey}:contention`;
+}
 
 /** The client id of an owner id (`clientId:n`). */
 export function clientIdOf(ownerId: string): string {
@@ -112,11 +117,15 @@ export class InstanceRegistry {
       const pipeline = this.client.multi();
       const contention = this.contention?.takeChanged();
       pipeline.hset(this.key, 'clientId', clientId, 'clientName', clientName, 'host', host, 'pid', String(pid), 'startedAt', startedAt);
-      if (contention !== undefined) pipeline.hset(this.key, CONTENTION_FIELD, contention);
       pipeline.pexpire(this.key, this.ttlMs);
+      // The counters live as long as the identity: written when they changed, else kept alive.
+      if (contention !== undefined) pipeline.set(contentionKeyOf(this.key), contention, 'PX', this.ttlMs);
+      else if (this.contention) pipeline.pexpire(contentionKeyOf(this.key), this.ttlMs);
       const [results] = await withTimeout(Promise.all([pipeline.exec(), this.index(true)]), this.commandTimeout);
-      const written = !!results && (results as Array<[Error | null, unknown]>).every(([error]) => !error);
-      if (!written && contention !== undefined) this.contention?.unwritten();
+      const replies = (results ?? []) as Array<[Error | null, unknown]>;
+      const written = !!results && replies.every(([error]) => !error);
+      // Not written, or gone from Redis (a restart, a flush) while unchanged here: written again next time.
+      if (!written || (contention === undefined && replies[2]?.[1] === 0)) this.contention?.unwritten();
       return written;
     } catch {
       this.contention?.unwritten();
@@ -126,7 +135,7 @@ export class InstanceRegistry {
 
   /** Deletes the identity and its index member (a clean shutdown), bounded by `commandTimeout`. */
   async remove(): Promise<void> {
-    await withTimeout(Promise.all([this.client.del(this.key), this.index(false)]), this.commandTimeout).catch(() => undefined);
+    await withTimeout(Promise.all([this.client.del(this.key, contentionKeyOf(this.key)), this.index(false)]), this.commandTimeout).catch(() => undefined);
   }
 
   private index(adding: boolean): Promise<unknown> {
