@@ -35,18 +35,22 @@ const header = (request: BoardRequest, name: string): string | undefined => {
 };
 
 /**
- * Whether the browser says the request comes from another site: `Sec-Fetch-Site` other than
- * same-origin (or none: typed in, a bookmark), or an `Origin` that is not this host. A tool such as
- * curl sends neither and is not refused (the guard decides about it).
+ * Whether the request comes from another site. A browser that sends `Sec-Fetch-Site` (every
+ * current one) is believed alone: `same-origin`, or `none` (typed in, a bookmark), passes; anything
+ * else (`same-site`, `cross-site`) is another site. Only when it is absent (an older browser) is an
+ * `Origin` compared, with the `Host` header the request arrived with: never with `X-Forwarded-Host`,
+ * which another site's script may set itself (after a preflight an app-wide CORS config answers).
+ * So an older browser behind a proxy that rewrites `Host` is refused: it fails closed. A tool such
+ * as curl sends neither header and is not refused (the guard decides about it).
  */
 export function isCrossSite(request: BoardRequest): boolean {
   const site = header(request, 'sec-fetch-site');
-  if (site !== undefined && site !== 'same-origin' && site !== 'none') return true;
+  if (site !== undefined) return site !== 'same-origin' && site !== 'none';
   const origin = header(request, 'origin');
   if (origin === undefined) return false;
-  const host = (header(request, 'x-forwarded-host') ?? header(request, 'host') ?? '').split(',')[0].trim().toLowerCase();
+  const host = (header(request, 'host') ?? '').trim().toLowerCase();
   try {
-    return new URL(origin).host.toLowerCase() !== host;
+    return host === '' || new URL(origin).host.toLowerCase() !== host;
   } catch {
     return true;
   }

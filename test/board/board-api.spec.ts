@@ -4,6 +4,7 @@ import type Redis from 'ioredis';
 import { FairLockService, LockModule, LockService, SemaphoreService } from '../../lib';
 import { LockBoardModule } from '../../lib/board';
 import { KeyspaceWalk } from '../../lib/board/keyspace-walk';
+import { isCrossSite } from '../../lib/board/lock-board.controller';
 import type { BoardSnapshot } from '../../lib/board';
 import { startRedis, type TestRedis } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
@@ -16,6 +17,33 @@ import { AUTH, LogCapture, startBoardApp, TokenGuard, type Platform } from './bo
  * force release and its refusals, the bounded walk shared by viewers, contention per name. The page
  * itself is driven in a browser by browser.spec.ts.
  */
+describe('lock board: which requests come from another site (isCrossSite)', () => {
+  const from = (headers: Record<string, string>) => isCrossSite({ headers });
+
+  it('a browser that sends Sec-Fetch-Site is judged by it alone: same-origin and none pass, anything else is another site', () => {
+    // Behind a proxy that rewrites Host, the browser's Origin names the proxy: Sec-Fetch-Site still decides.
+    expect(from({ 'sec-fetch-site': 'same-origin', origin: 'https://board.example', host: '10.0.0.7:3000' })).toBe(false);
+    expect(from({ 'sec-fetch-site': 'none', host: '10.0.0.7:3000' })).toBe(false);
+    expect(from({ 'sec-fetch-site': 'same-site', origin: 'https://board.example', host: 'board.example' })).toBe(true);
+    expect(from({ 'sec-fetch-site': 'cross-site', origin: 'https://board.example', host: 'board.example' })).toBe(true);
+    expect(from({ 'sec-fetch-site': 'something-new', host: 'board.example' })).toBe(true);
+  });
+
+  it('without Sec-Fetch-Site, Origin must name the Host the request arrived with; X-Forwarded-Host is never trusted', () => {
+    expect(from({ origin: 'http://127.0.0.1:3000', host: '127.0.0.1:3000' })).toBe(false);
+    expect(from({ origin: 'http://Board.Example', host: 'board.example' })).toBe(false);
+    expect(from({ origin: 'http://evil.example', host: '127.0.0.1:3000' })).toBe(true);
+    // Another site's script can send X-Forwarded-Host itself (an app-wide CORS config lets it through).
+    expect(from({ origin: 'http://evil.example', host: '127.0.0.1:3000', 'x-forwarded-host': 'evil.example' })).toBe(true);
+    // An old browser behind a proxy that rewrites Host: refused (fails closed), even when the proxy says where it came from.
+    expect(from({ origin: 'https://board.example', host: '10.0.0.7:3000', 'x-forwarded-host': 'board.example' })).toBe(true);
+    expect(from({ origin: 'null', host: 'board.example' })).toBe(true);
+    expect(from({ origin: 'http://board.example' })).toBe(true);
+    // A tool sends neither: the guard decides.
+    expect(from({ host: 'board.example' })).toBe(false);
+  });
+});
+
 describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform) => {
   let redis: TestRedis;
   let raw: Redis;

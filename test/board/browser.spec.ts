@@ -17,6 +17,7 @@ import {
   rowNamed,
   startBoardApp,
   startOtherOrigin,
+  startReverseProxy,
   startWorker,
   type BoardApp,
   type Platform,
@@ -430,6 +431,23 @@ describeInBrowser('lock board page in a browser', () => {
       expect(info.locked).toBe(true);
       expect(info.fencingToken).toBe(token);
       expect(logs.lines.filter((line) => line.context === 'LockBoard' && line.message.includes(lockName))).toEqual([]);
+    });
+
+    it('behind a reverse proxy that rewrites Host (nginx defaults), force release from the page works: Sec-Fetch-Site decides', async () => {
+      const lockName = name('proxied:job');
+      await holdLock(lockName);
+      const proxy = await startReverseProxy(board.origin);
+      cleanups.push(() => proxy.close());
+      // The proxy's origin is another port of 127.0.0.1: the cookie goes along, as in a browser.
+      const page = await open(`${proxy.origin}/api/lock-board`);
+      const row = rowNamed(page, 'locks-table', lockName);
+      await row.waitFor();
+      const posted = page.waitForResponse((response) => response.url().endsWith('/api/force-release'));
+      await row.getByTestId('force-release').click();
+      await page.getByTestId('confirm-dialog').getByRole('button', { name: 'Confirm' }).click();
+      expect((await posted).status()).toBe(200);
+      await page.getByTestId('status').filter({ hasText: `${lockName}: released` }).waitFor();
+      expect((await worker.get(LockService).inspect(lockName)).locked).toBe(false);
     });
 
     it('axe-core finds no serious or critical violation with locks, semaphores and contention on the page (light and dark)', async () => {
