@@ -5,7 +5,7 @@ import { LockService } from '../lock.service';
 import { ReadWriteLockService } from '../read-write-lock.service';
 import { SemaphoreService } from '../semaphores/semaphore.service';
 import { RESOLVED_BOARD_OPTIONS } from './lock-board.tokens';
-import { BOARD_BAD_RELEASE, BOARD_NEEDS_LOCK_MODULE, BOARD_RELEASED_LOG } from './lock-board.messages';
+import { BOARD_BAD_RELEASE, BOARD_NEEDS_LOCK_MODULE, BOARD_RELEASE_AUDIT, quoteForLog } from './lock-board.messages';
 import type { ResolvedLockBoardOptions } from './lock-board.options';
 
 /** What the page posts to `api/force-release`: the hold as the operator saw it. */
@@ -71,23 +71,23 @@ export class BoardForceRelease implements OnModuleInit {
         : kind === 'read-write'
           ? await this.readWriteLocks.getReadWriteLock(name).writeLock().forceUnlock({ fencingToken })
           : await (kind === 'fair' ? this.fairLocks : this.locks).getLock(name).forceUnlock({ fencingToken });
-    const line = BOARD_RELEASED_LOG(kind, name, ownerId, fencingToken, this.who(httpRequest), released);
+    const line = BOARD_RELEASE_AUDIT(kind, name, ownerId, fencingToken, this.who(httpRequest), released);
     if (released) this.logger.log(line);
     else this.logger.warn(line);
     return released;
   }
 
-  /** Who asked, quoted (a user name cannot forge a log line). */
+  /** Who asked, quoted (a user name cannot forge a log line: see quoteForLog). */
   private who(request: unknown): string {
     const fromOption = this.options.actor?.(request);
-    if (typeof fromOption === 'string' && fromOption !== '') return JSON.stringify(fromOption);
+    if (typeof fromOption === 'string' && fromOption !== '') return quoteForLog(fromOption);
     const user = (request as { user?: unknown } | undefined)?.user;
-    if (typeof user === 'string' && user !== '') return JSON.stringify(user);
+    if (typeof user === 'string' && user !== '') return quoteForLog(user);
     if (user && typeof user === 'object') {
       const fields = user as Record<string, unknown>;
       for (const key of ['id', 'sub', 'username', 'name', 'email']) {
         const value = fields[key];
-        if ((typeof value === 'string' && value !== '') || typeof value === 'number') return JSON.stringify(String(value));
+        if ((typeof value === 'string' && value !== '') || typeof value === 'number') return quoteForLog(String(value));
       }
     }
     return 'anonymous';

@@ -51,3 +51,35 @@ export const BOARD_WALK_NAMES_FULL = (limit: number): string =>
 
 export const BOARD_UNAVAILABLE = (error: unknown): string =>
   `Redis could not be read: ${error instanceof Error ? error.message : String(error)}. The last view is kept.`;
+
+/** Longest request or Redis text a board log line quotes whole; a longer one is cut, saying how long it was. */
+export const BOARD_LOG_QUOTE_LIMIT = 200;
+
+/**
+ * What a log line must not carry as itself: controls, format characters (bidi overrides, zero-width),
+ * line and paragraph separators (U+2028 ends a line for many log viewers), spaces other than the
+ * ASCII one, default-ignorable, private-use and unassigned code points, lone surrogates.
+ */
+const UNSEEN_IN_LOG = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Zs}\p{Cs}\p{Co}\p{Cn}\p{Default_Ignorable_Code_Point}]/gu;
+
+const escapeUnits = (text: string): string =>
+  Array.from({ length: text.length }, (_, i) => `\\u${text.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
+
+/**
+ * `value` (a lock name, holder id or user from a request or from Redis) quoted for a log line: a JSON
+ * string whose every invisible character is written as `\uXXXX` (an astral one as its two escaped
+ * surrogates, as JSON writes it), so the line shows exactly what was asked and nothing can end it
+ * or reorder it; cut to 200 characters (never inside a surrogate pair), saying how long it was.
+ */
+export const quoteForLog = (value: string): string => {
+  let shown = value.length <= BOARD_LOG_QUOTE_LIMIT ? value : value.slice(0, BOARD_LOG_QUOTE_LIMIT);
+  if (shown.length < value.length && /[\uD800-\uDBFF]$/.test(shown)) shown = shown.slice(0, -1);
+  const quoted = JSON.stringify(shown).replace(UNSEEN_IN_LOG, (ch) => (ch === ' ' ? ch : escapeUnits(ch)));
+  return shown.length < value.length ? `${quoted}... (${value.length} characters)` : quoted;
+};
+
+/** The audit line of a force release (each name, holder and user quoted by `quoteForLog`). */
+export const BOARD_RELEASE_AUDIT = (kind: string, name: string, ownerId: string, token: number, who: string, released: boolean): string =>
+  `force release of ${kind} ${quoteForLog(name)} (holder ${quoteForLog(ownerId)}, fencing token ${token}) by ${who}: ${
+    released ? 'released' : 'refused, the hold had changed'
+  }`;

@@ -5,6 +5,7 @@ import { FairLockService, LockModule, LockService, SemaphoreService } from '../.
 import { LockBoardModule } from '../../lib/board';
 import { KeyspaceWalk } from '../../lib/board/keyspace-walk';
 import { isCrossSite } from '../../lib/board/lock-board.controller';
+import { quoteForLog } from '../../lib/board/lock-board.messages';
 import type { BoardSnapshot } from '../../lib/board';
 import { startRedis, type TestRedis } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
@@ -41,6 +42,24 @@ describe('lock board: which requests come from another site (isCrossSite)', () =
     expect(from({ origin: 'http://board.example' })).toBe(true);
     // A tool sends neither: the guard decides.
     expect(from({ host: 'board.example' })).toBe(false);
+  });
+});
+
+describe('lock board: values quoted in its log lines (quoteForLog)', () => {
+  it('writes a JSON string whose every invisible character is a \\uXXXX escape, so it reads back as the value', () => {
+    const value = 'a"b\u2028c\u2029d\u202Ee\u2066f\u200Bg\u{E0100}h\u00A0i\u0085j\u{F0000}k\n';
+    const quoted = quoteForLog(value);
+    expect(quoted).toBe('"a\\"b\\u2028c\\u2029d\\u202ee\\u2066f\\u200bg\\udb40\\udd00h\\u00a0i\\u0085j\\udb80\\udc00k\\n"');
+    expect(quoted).toMatch(/^[\x20-\x7E]*$/);
+    expect(JSON.parse(quoted)).toBe(value);
+    // Visible text stays as it is.
+    expect(quoteForLog('order:42 für Zoë 注文 😀')).toBe('"order:42 für Zoë 注文 😀"');
+  });
+
+  it('cuts a value to 200 characters (never inside a surrogate pair) and says how long it was', () => {
+    expect(quoteForLog('x'.repeat(200))).toBe(`"${'x'.repeat(200)}"`);
+    expect(quoteForLog('x'.repeat(250))).toBe(`"${'x'.repeat(200)}"... (250 characters)`);
+    expect(quoteForLog(`${'x'.repeat(199)}😀y`)).toBe(`"${'x'.repeat(199)}"... (202 characters)`);
   });
 });
 
@@ -183,6 +202,21 @@ describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform
     expect(audit.some((line) => line.level === 'log' && line.message.includes('"stuck"') && line.message.includes('"ops-1"') && line.message.includes(`token ${token}`))).toBe(true);
     expect(audit.some((line) => line.level === 'warn' && line.message.includes('refused'))).toBe(true);
     await lock.unlock().catch(() => undefined);
+  });
+
+  it('the audit line shows what the request named, quoted: a line or bidi separator in a name or holder cannot forge or hide text', async () => {
+    const locks = app.get(LockService);
+    const lockName = 'audit:\u2028forged\u202E';
+    const lock = locks.getLock(lockName);
+    await lock.lock({ leaseTime: 60_000 });
+    const { ownerId } = (await locks.inspect(lockName)).holders[0];
+    const forged = `${ownerId}\u2028[Nest] 1 - LOG [LockBoard] force release by "alice": released\u202E${'x'.repeat(300)}`;
+    await release({ name: lockName, kind: 'reentrant', fencingToken: lock.getFencingToken(), ownerId: forged });
+    const line = logs.lines.find((entry) => entry.context === 'LockBoard' && entry.message.includes('"audit:\\u2028forged\\u202e"'))?.message;
+    expect(line).toBeDefined();
+    expect(line).not.toMatch(/[\n\r\u0085\u2028\u2029\u200E\u200F\u202A-\u202E\u2066-\u2069]/);
+    expect(line).toContain(`(holder "${ownerId}\\u2028[Nest] 1 - LOG [LockBoard] force release by \\"alice\\": released\\u202e${'x'.repeat(200 - (forged.length - 300))}"`);
+    expect(line).toContain(`... (${forged.length} characters)`);
   });
 
   it("force-releases a semaphore holder's permits by its token", async () => {
