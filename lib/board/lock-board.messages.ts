@@ -78,8 +78,32 @@ export const quoteForLog = (value: string): string => {
   return shown.length < value.length ? `${quoted}... (${value.length} characters)` : quoted;
 };
 
-/** The audit line of a force release (each name, holder and user quoted by `quoteForLog`). */
-export const BOARD_RELEASE_AUDIT = (kind: string, name: string, ownerId: string, token: number, who: string, released: boolean): string =>
-  `force release of ${kind} ${quoteForLog(name)} (holder ${quoteForLog(ownerId)}, fencing token ${token}) by ${who}: ${
-    released ? 'released' : 'refused, the hold had changed'
-  }`;
+/** The audit line of a force release (each name, holder and user quoted by `quoteForLog`); `outcome` says what happened. */
+export const BOARD_RELEASE_AUDIT = (kind: string, name: string, ownerId: string, token: number, who: string, outcome: string): string =>
+  `force release of ${kind} ${quoteForLog(name)} (holder ${quoteForLog(ownerId)}, fencing token ${token}) by ${who}: ${outcome}`;
+
+/** The 500 of a force release whose `actor` option threw or gave no string (the error itself is logged, not sent). */
+export const BOARD_ACTOR_FAILED = 'Force release refused: the board could not tell who is asking (see the server log); nothing was released';
+
+export const BOARD_ACTOR_FAILED_LOG = (error: unknown, value?: unknown): string =>
+  error === undefined
+    ? `LockBoardModule option "actor" gave ${show(value)}, not a string (or undefined to use request.user): a force release was refused, nothing was released`
+    : `LockBoardModule option "actor" threw: a force release was refused, nothing was released: ${error instanceof Error ? error.message : String(error)}`;
+
+/** What a force release found instead of the hold it was asked to release, after `it` / the lock's name. */
+export const BOARD_WHY_FREE = 'is not held (it was released since the board showed it)';
+export const BOARD_WHY_KIND = (shown: string, asked: string): string => `is a ${shown} lock, not a ${asked} lock`;
+export const BOARD_WHY_HOLDER = (holder: string, asked: string): string => `is held by ${quoteForLog(holder)} now, not by ${quoteForLog(asked)}`;
+export const BOARD_WHY_NO_PERMITS = (asked: string): string => `has no holder ${quoteForLog(asked)} now (it gave its permits back, or lost them)`;
+export const BOARD_WHY_TOKEN = (token: number | undefined, asked: number): string =>
+  `is held with fencing token ${token ?? 'none'} now, not ${asked} (taken again since the board showed it)`;
+export const BOARD_WHY_CHANGED = 'changed between the check and the release, which released nothing';
+export const BOARD_WHY_READ_HELD = 'is held for reading (a read hold has no fencing token to name it by)';
+
+/** The 409 of a force release that found the lock not as the board showed it. */
+export const BOARD_NOT_AS_SHOWN = (name: string, why: string): string => `Not released: ${quoteForLog(name)} ${why}`;
+
+/** The audit line's outcome: what was checked and released, or why nothing was. */
+export const BOARD_AUDIT_RELEASED = (shownKind: string, askedKind: string): string =>
+  `released (checked first: a ${shownKind} hold of that holder with that token${shownKind === askedKind ? '' : `; asked as ${askedKind}`})`;
+export const BOARD_AUDIT_REFUSED = (why: string): string => `refused, it ${why}`;

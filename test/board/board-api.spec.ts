@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { FairLockService, LockModule, LockService, SemaphoreService } from '../../lib';
+import { FairLockService, LockModule, LockService, ReadWriteLockService, SemaphoreService } from '../../lib';
 import { LockBoardModule } from '../../lib/board';
 import { KeyspaceWalk } from '../../lib/board/keyspace-walk';
 import { isCrossSite } from '../../lib/board/lock-board.controller';
@@ -181,7 +181,8 @@ describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform
     const lock = locks.getLock('stuck');
     await lock.lock({ leaseTime: 60_000 });
     const token = lock.getFencingToken()!;
-    const body = { name: 'stuck', kind: 'reentrant', fencingToken: token, ownerId: 'someone:1' };
+    const { ownerId } = (await locks.inspect('stuck')).holders[0];
+    const body = { name: 'stuck', kind: 'reentrant', fencingToken: token, ownerId };
     // Not from the page: no custom header, another site, another origin, not JSON.
     expect((await release(body, { 'X-Lock-Board': '' })).status).toBe(403);
     expect((await release(body, { 'Sec-Fetch-Site': 'cross-site' })).status).toBe(403);
@@ -199,9 +200,77 @@ describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform
     expect((await locks.inspect('stuck')).locked).toBe(false);
     expect((await release(body)).status).toBe(409);
     const audit = logs.lines.filter((line) => line.context === 'LockBoard');
-    expect(audit.some((line) => line.level === 'log' && line.message.includes('"stuck"') && line.message.includes('"ops-1"') && line.message.includes(`token ${token}`))).toBe(true);
-    expect(audit.some((line) => line.level === 'warn' && line.message.includes('refused'))).toBe(true);
+    expect(audit.filter((line) => line.message.includes('"stuck"')).map((line) => `${line.level}: ${line.message}`)).toEqual([
+      `warn: force release of reentrant "stuck" (holder "${ownerId}", fencing token ${token - 1}) by "ops-1": refused, it is held with fencing token ${token} now, not ${token - 1} (taken again since the board showed it)`,
+      `log: force release of reentrant "stuck" (holder "${ownerId}", fencing token ${token}) by "ops-1": released (checked first: a reentrant hold of that holder with that token)`,
+      `warn: force release of reentrant "stuck" (holder "${ownerId}", fencing token ${token}) by "ops-1": refused, it is not held (it was released since the board showed it)`,
+    ]);
     await lock.unlock().catch(() => undefined);
+  });
+
+  it('releases nothing unless the lock is as shown: its kind, the holder posted and its token (409, saying what it found)', async () => {
+    const locks = app.get(LockService);
+    const lock = locks.getLock('checked');
+    await lock.lock({ leaseTime: 60_000 });
+    const token = lock.getFencingToken()!;
+    const { ownerId } = (await locks.inspect('checked')).holders[0];
+    const shown = { name: 'checked', kind: 'reentrant', fencingToken: token, ownerId };
+    const refusal = async (body: Record<string, unknown>) => {
+      const response = await release(body);
+      return { status: response.status, message: ((await response.json()) as { message: string }).message };
+    };
+    // Another holder, with the right token (the review's case: another kind and holder, only the token right).
+    expect(await refusal({ ...shown, kind: 'fair', ownerId: 'somebody-else:1' })).toEqual({
+      status: 409,
+      message: `Not released: "checked" is held by "${ownerId}" now, not by "somebody-else:1"`,
+    });
+    // Another kind: the name's read-write lock and semaphore are other records, not held.
+    expect(await refusal({ ...shown, kind: 'read-write' })).toEqual({ status: 409, message: 'Not released: "checked" is not held (it was released since the board showed it)' });
+    expect(await refusal({ ...shown, kind: 'semaphore' })).toEqual({ status: 409, message: 'Not released: "checked" is not held (it was released since the board showed it)' });
+    expect((await locks.inspect('checked')).fencingToken).toBe(token);
+    // Reentrant and fair are one lock (one hash): asked as fair, the reentrant hold shown is released, and the audit line says so.
+    expect((await release({ ...shown, kind: 'fair' })).status).toBe(200);
+    expect((await locks.inspect('checked')).locked).toBe(false);
+    const audit = logs.lines.filter((line) => line.context === 'LockBoard' && line.message.includes('"checked"')).map((line) => `${line.level}: ${line.message}`);
+    expect(audit).toHaveLength(4);
+    expect(audit[0]).toBe(
+      `warn: force release of fair "checked" (holder "somebody-else:1", fencing token ${token}) by "ops-1": refused, it is held by "${ownerId}" now, not by "somebody-else:1"`,
+    );
+    expect(audit[3]).toBe(
+      `log: force release of fair "checked" (holder "${ownerId}", fencing token ${token}) by "ops-1": released (checked first: a reentrant hold of that holder with that token; asked as fair)`,
+    );
+  });
+
+  it("releases a read-write lock's write hold by its writer and token; a read hold is refused with 400", async () => {
+    const rw = app.get(ReadWriteLockService).getReadWriteLock('rw:1');
+    await rw.writeLock().lock({ leaseTime: 60_000 });
+    const written = await app.get(ReadWriteLockService).inspect('rw:1');
+    const writer = written.holders.find((holder) => holder.mode === 'write')!;
+    expect((await release({ name: 'rw:1', kind: 'read-write', fencingToken: written.fencingToken, ownerId: 'reader:1' })).status).toBe(409);
+    expect((await release({ name: 'rw:1', kind: 'read-write', fencingToken: written.fencingToken, ownerId: writer.ownerId })).status).toBe(200);
+    expect((await app.get(ReadWriteLockService).inspect('rw:1')).locked).toBe(false);
+
+    const reader = app.get(ReadWriteLockService).getReadWriteLock('rw:2').readLock();
+    await reader.lock({ leaseTime: 60_000 });
+    const read = await app.get(ReadWriteLockService).inspect('rw:2');
+    const readHeld = await release({ name: 'rw:2', kind: 'read-write', fencingToken: 1, ownerId: read.holders[0].ownerId });
+    expect(readHeld.status).toBe(400);
+    expect(((await readHeld.json()) as { message: string }).message).toMatch(/a read hold has no fencing token/);
+    expect((await app.get(ReadWriteLockService).inspect('rw:2')).locked).toBe(true);
+  });
+
+  it("refuses a semaphore holder that is not the one posted, or whose token changed; an over-long name is the library's 400", async () => {
+    const semaphores = app.get(SemaphoreService);
+    const permit = await semaphores.getSemaphore('seats', { permits: 2 }).acquire();
+    const [holder] = (await semaphores.inspect('seats')).holders;
+    expect((await release({ name: 'seats', kind: 'semaphore', fencingToken: holder.fencingToken, ownerId: 'other:1' })).status).toBe(409);
+    expect((await release({ name: 'seats', kind: 'semaphore', fencingToken: holder.fencingToken + 1, ownerId: holder.ownerId })).status).toBe(409);
+    expect((await semaphores.inspect('seats')).holders).toHaveLength(1);
+    await permit.release();
+
+    const tooLong = await release({ name: 'n'.repeat(1_025), kind: 'reentrant', fencingToken: 1, ownerId: 'a:1' });
+    expect(tooLong.status).toBe(400);
+    expect(((await tooLong.json()) as { message: string }).message).toMatch(/1,?025/);
   });
 
   it('the audit line shows what the request named, quoted: a line or bidi separator in a name or holder cannot forge or hide text', async () => {
@@ -254,6 +323,46 @@ describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform
       expect(new Set(views.map((view) => view.serverTime)).size).toBe(1);
     } finally {
       refresh.mockRestore();
+    }
+  });
+});
+
+describe('lock board: an actor option that fails', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it.each([
+    // A plausible actor: the e-mail from a profile the app's auth did not put on this request.
+    ['throws', (request: unknown) => (request as { user: { profile: { email: string } } }).user.profile.email, /option "actor" threw: .*reading 'email'/],
+    ['gives a number', () => 42 as unknown as string, /option "actor" gave 42, not a string/],
+  ])('one that %s answers 500 with a generic message, logs why (context LockBoard), and releases nothing', async (_, actor, logged) => {
+    const logs = new LogCapture();
+    const { app, url } = await startBoardApp('express', { redis: redis.url }, { allowForceRelease: true, actor }, logs);
+    try {
+      const locks = app.get(LockService);
+      const lock = locks.getLock('actor:job');
+      await lock.lock({ leaseTime: 60_000 });
+      const info = await locks.inspect('actor:job');
+      const response = await fetch(`${url}/api/lock-board/api/force-release`, {
+        method: 'POST',
+        headers: { ...AUTH, 'Content-Type': 'application/json', 'X-Lock-Board': '1' },
+        body: JSON.stringify({ name: 'actor:job', kind: 'reentrant', fencingToken: info.fencingToken, ownerId: info.holders[0].ownerId }),
+      });
+      expect(response.status).toBe(500);
+      const { message } = (await response.json()) as { message: string };
+      expect(message).toBe('Force release refused: the board could not tell who is asking (see the server log); nothing was released');
+      expect((await locks.inspect('actor:job')).fencingToken).toBe(info.fencingToken);
+      const board = logs.lines.filter((line) => line.context === 'LockBoard');
+      expect(board.map((line) => line.level)).toEqual(['error']);
+      expect(board[0].message).toMatch(logged);
+      await lock.forceUnlock();
+    } finally {
+      await app.close();
     }
   });
 });

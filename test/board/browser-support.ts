@@ -51,17 +51,23 @@ export class HeaderOrCookieGuard implements CanActivate {
   }
 }
 
+/** The context Nest passes last (after an error's stack, when there is one). */
+const contextOf = (params: unknown[]): string | undefined => {
+  const last = params.at(-1);
+  return typeof last === 'string' ? last : undefined;
+};
+
 /** Collects what the apps log (the board's audit lines have the context `LockBoard`). */
 export class RecordingLogger implements LoggerService {
   readonly lines: Array<{ level: string; message: string; context?: string }> = [];
-  log(message: unknown, context?: string): void {
-    this.lines.push({ level: 'log', message: String(message), context });
+  log(message: unknown, ...params: unknown[]): void {
+    this.lines.push({ level: 'log', message: String(message), context: contextOf(params) });
   }
-  warn(message: unknown, context?: string): void {
-    this.lines.push({ level: 'warn', message: String(message), context });
+  warn(message: unknown, ...params: unknown[]): void {
+    this.lines.push({ level: 'warn', message: String(message), context: contextOf(params) });
   }
-  error(message: unknown, context?: string): void {
-    this.lines.push({ level: 'error', message: String(message), context });
+  error(message: unknown, ...params: unknown[]): void {
+    this.lines.push({ level: 'error', message: String(message), context: contextOf(params) });
   }
   debug(): void {}
   verbose(): void {}
