@@ -107,3 +107,11 @@ export const BOARD_NOT_AS_SHOWN = (name: string, why: string): string => `Not re
 export const BOARD_AUDIT_RELEASED = (shownKind: string, askedKind: string): string =>
   `released (checked first: a ${shownKind} hold of that holder with that token${shownKind === askedKind ? '' : `; asked as ${askedKind}`})`;
 export const BOARD_AUDIT_REFUSED = (why: string): string => `refused, it ${why}`;
+
+export const BOARD_GUARD_OFF_LOOPBACK = (path: string): string =>
+  `The lock board at "${path}" has no guard (guard: false): anyone who can reach this app at localhost, 127.0.0.1 or [::1] sees every lock name and holder ` +
+  '(a request by any other host name is refused, so a page of another site cannot reach it by DNS rebinding). Use it for local development only.';
+
+export const BOARD_NOT_LOOPBACK = (host: string | undefined): string =>
+  `The lock board has no guard (guard: false), so it answers only requests to a loopback name (localhost, *.localhost, 127.0.0.1, [::1]); ` +
+  `this one was for ${host === undefined ? 'no Host' : quoteForLog(host)}. To reach the board by another name, give LockBoardModule a guard.`;

@@ -13,8 +13,10 @@ export interface LockBoardBudget {
 export interface LockBoardOptions {
   /**
    * Who may see the board: a Nest guard class (created with the module's injector) or instance.
-   * Required; `false` opens the board to anyone who can reach the app, and says so at start (local
-   * development only). The app's global guards apply as well: the board is a Nest controller.
+   * Required; `false` opens the board to anyone who can reach the app by a loopback name
+   * (`localhost`, `*.localhost`, `127.0.0.1`, `[::1]`; any other `Host` is refused, against DNS
+   * rebinding), and says so at start (local development only). The app's global guards apply as
+   * well: the board is a Nest controller.
    */
   guard: CanActivate | Type<CanActivate> | false;
   /** Lets an operator force-release a hold from the page (default false: the board is read-only). */

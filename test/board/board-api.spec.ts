@@ -10,7 +10,8 @@ import type { BoardSnapshot } from '../../lib/board';
 import { startRedis, type TestRedis } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
 import { deferred } from '../support/lock-app';
-import { AUTH, LogCapture, startBoardApp, TokenGuard, type Platform } from './board-app';
+import { AUTH, LogCapture, requestWithHost, startBoardApp, TokenGuard, type Platform } from './board-app';
+import { LocalAdminGuard } from '../../sample-app/src/admin/local-admin.guard';
 
 /**
  * The lock board's server side through HTTP (docs/lock-board.md), on Express and Fastify, under a
@@ -494,12 +495,23 @@ describe('lock board: bad set-up fails at start, naming the option', () => {
   it('no LockModule in the app', async () => {
     await expect(compile({ guard: TokenGuard }, false)).rejects.toThrow(/LockBoardModule needs LockModule/);
   });
-  it('guard: false starts, with a warning, and force release stays off by default', async () => {
+  it('guard: false starts, with a warning, answers only a loopback Host, and force release stays off by default', async () => {
     const logs = new LogCapture();
     const { app, url } = await startBoardApp('express', { redis: redis.url }, { guard: false }, logs);
     try {
       expect(logs.lines.some((line) => line.level === 'warn' && line.context === 'LockBoard' && line.message.includes('no guard'))).toBe(true);
       expect((await fetch(`${url}/api/lock-board/api/snapshot`)).status).toBe(200);
+      const { port } = new URL(url);
+      for (const host of [`localhost:${port}`, 'LOCALHOST', `app.localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]) {
+        expect({ host, status: (await requestWithHost(url, host, 'GET', '/api/lock-board/api/snapshot')).status }).toEqual({ host, status: 200 });
+      }
+      // A page of another site whose name was rebound to 127.0.0.1 (DNS rebinding): same-origin to the browser, but not a loopback Host.
+      for (const host of [`rebind.attacker.example:${port}`, `127.0.0.2:${port}`, `localhost.attacker.example`, `[::ffff:127.0.0.1]:${port}`]) {
+        const refused = await requestWithHost(url, host, 'GET', '/api/lock-board/api/snapshot', { 'Sec-Fetch-Site': 'same-origin' });
+        expect({ host, status: refused.status }).toEqual({ host, status: 403 });
+        expect(refused.body).toContain('answers only requests to a loopback name');
+      }
+      expect((await requestWithHost(url, `rebind.attacker.example:${port}`, 'GET', '/api/lock-board')).status).toBe(403);
       const post = await fetch(`${url}/api/lock-board/api/force-release`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'X-Lock-Board': '1' },
@@ -508,6 +520,52 @@ describe('lock board: bad set-up fails at start, naming the option', () => {
       expect(post.status).toBe(404);
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe("lock board behind the sample app's guard (LocalAdminGuard: this machine only)", () => {
+  let redis: TestRedis;
+  let app: INestApplication;
+  let url: string;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    ({ app, url } = await startBoardApp('express', { redis: redis.url }, { guard: LocalAdminGuard, allowForceRelease: true }));
+  });
+  afterAll(async () => {
+    await app?.close();
+    await redis?.stop();
+  });
+
+  it('a page of another site whose name was rebound to 127.0.0.1 can neither read the snapshot nor force-release', async () => {
+    const { port } = new URL(url);
+    const locks = app.get(LockService);
+    const lock = locks.getLock('sample:job');
+    await lock.lock({ leaseTime: 60_000 });
+    try {
+      const info = await locks.inspect('sample:job');
+      // What Chromium sends from http://rebind.attacker.example:<port>/ once that name resolves to 127.0.0.1.
+      const rebound = { Origin: `http://rebind.attacker.example:${port}`, 'Sec-Fetch-Site': 'same-origin' };
+      const post = (host: string, headers: Record<string, string>) =>
+        requestWithHost(
+          url,
+          host,
+          'POST',
+          '/api/lock-board/api/force-release',
+          { ...headers, 'Content-Type': 'application/json', 'X-Lock-Board': '1' },
+          JSON.stringify({ name: 'sample:job', kind: 'reentrant', fencingToken: info.fencingToken, ownerId: info.holders[0].ownerId }),
+        );
+      const read = await requestWithHost(url, `rebind.attacker.example:${port}`, 'GET', '/api/lock-board/api/snapshot', rebound);
+      expect(read.status).toBe(403);
+      expect(read.body).not.toContain('sample:job');
+      expect((await post(`rebind.attacker.example:${port}`, rebound)).status).toBe(403);
+      expect((await locks.inspect('sample:job')).fencingToken).toBe(info.fencingToken);
+      // The board's own page on this machine is let in.
+      expect((await requestWithHost(url, `localhost:${port}`, 'GET', '/api/lock-board/api/snapshot')).status).toBe(200);
+      expect((await post(`localhost:${port}`, { Origin: `http://localhost:${port}`, 'Sec-Fetch-Site': 'same-origin' })).status).toBe(200);
+    } finally {
+      await lock.forceUnlock().catch(() => undefined);
     }
   });
 });

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { Injectable, type CanActivate, type ExecutionContext, type INestApplication, type LoggerService } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
@@ -57,4 +58,29 @@ export async function startBoardApp(
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   return { app, url: `http://127.0.0.1:${address.port}` };
+}
+
+/**
+ * One HTTP request to `url` (the app's `http://127.0.0.1:<port>`) with the `Host` header `host`, as a
+ * browser sends it for a page whose name resolves to 127.0.0.1 (fetch cannot set Host).
+ */
+export function requestWithHost(
+  url: string,
+  host: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<{ status: number; body: string }> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const sent = httpRequest({ host: '127.0.0.1', port: Number(port), method, path, headers: { ...headers, Host: host } }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+    });
+    sent.on('error', reject);
+    sent.end(body);
+  });
 }
