@@ -274,15 +274,23 @@ describeInBrowser('lock board page in a browser', () => {
     it('hostile names show as text: markup stays text, invisible and control characters show as ⟨U+XXXX⟩', async () => {
       const markup = '<img src=x onerror=alert(1)>';
       const invisible = 'a\u200Bb\u0007c';
+      // Default-ignorable (U+E0100 VARIATION SELECTOR-17: astral, zero-width), private use and unassigned
+      // code points: a look-alike of invoice:42 that renders as invoice:42.
+      const lookalike = name('invoice:\u{E0100}42\uE000\u{E0080}');
       await holdLock(markup);
       await holdLock(invisible);
+      await holdLock(lookalike);
       const page = await open();
       const markupRow = rowNamed(page, 'locks-table', markup);
       const invisibleRow = rowNamed(page, 'locks-table', 'a⟨U+200B⟩b⟨U+0007⟩c');
+      const lookalikeRow = rowNamed(page, 'locks-table', name('invoice:⟨U+E0100⟩42⟨U+E000⟩⟨U+E0080⟩'));
       await markupRow.waitFor();
       await invisibleRow.waitFor();
+      await lookalikeRow.waitFor();
       await expect(markupRow.locator('th').textContent()).resolves.toBe(markup);
       await expect(invisibleRow.locator('th .cc').allTextContents()).resolves.toEqual(['U+200B', 'U+0007']);
+      // One marker per code point, with all its hex digits: the surrogate pair is not split.
+      await expect(lookalikeRow.locator('th .cc').allTextContents()).resolves.toEqual(['U+E0100', 'U+E000', 'U+E0080']);
       // No element came out of a name, no script ran.
       await expect(page.locator('img').count()).resolves.toBe(0);
       // The confirmation dialog names it as text too.
