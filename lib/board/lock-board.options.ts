@@ -1,6 +1,13 @@
 import type { CanActivate, Type } from '@nestjs/common';
 import { BOARD_GUARD_REQUIRED, BOARD_OPTION } from './lock-board.messages';
 
+/**
+ * Waiters the board lists per lock or semaphore (its inspections pass it as `waiterLimit`): the
+ * first ones in line, with how many wait in all (`waiterCount`), so one lock with a very long line
+ * costs Redis and every viewer no more than a short one (docs/lock-board.md#cost).
+ */
+export const BOARD_WAITERS_PER_LOCK = 50;
+
 /** How much of Redis one refresh may read (docs/lock-board.md#cost). */
 export interface LockBoardBudget {
   /** Keys the walk looks at per refresh (SCAN, 1,000 per call); default 20,000, 1,000 to 1,000,000. */

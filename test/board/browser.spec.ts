@@ -271,6 +271,30 @@ describeInBrowser('lock board page in a browser', () => {
       await semaphoreRow.waitFor({ state: 'detached' });
     });
 
+    (platform === 'express' ? it : it.skip)('a long line shows its first waiters and how many more wait (waiterCount)', async () => {
+      const listed = name('line:listed');
+      const counted = name('line:counted');
+      await holdLock(listed);
+      await holdLock(counted);
+      const page = await open();
+      // The board lists the first 50 waiters of a line with waiterCount: here two of 20,000, and none of 7.
+      await page.route('**/api/snapshot**', async (route) => {
+        const response = await route.fetch();
+        const snapshot = (await response.json()) as { locks: Array<{ name: string; waiters?: unknown[]; waiterCount?: number }> };
+        for (const lock of snapshot.locks) {
+          if (lock.name === listed) Object.assign(lock, { waiters: [{ ownerId: 'c1:1' }, { ownerId: 'c2:2' }], waiterCount: 20_000 });
+          if (lock.name === counted) Object.assign(lock, { waiters: [], waiterCount: 7 });
+        }
+        await route.fulfill({ response, json: snapshot });
+      });
+      const listedRow = rowNamed(page, 'locks-table', listed);
+      await listedRow.getByTestId('more-waiters').waitFor();
+      await expect(listedRow.getByTestId('waiter').allTextContents()).resolves.toHaveLength(2);
+      await expect(listedRow.getByTestId('more-waiters').textContent()).resolves.toBe('\u2026 and 19,998 more waiting');
+      await expect(rowNamed(page, 'locks-table', counted).getByTestId('more-waiters').textContent()).resolves.toBe('7 waiting');
+      await page.unroute('**/api/snapshot**');
+    });
+
     it('hostile names show as text: markup stays text, invisible and control characters show as ⟨U+XXXX⟩', async () => {
       const markup = '<img src=x onerror=alert(1)>';
       const invisible = 'a\u200Bb\u0007c';

@@ -304,7 +304,10 @@
 
   function waitersList(lock) {
     var waiters = lock.waiters || [];
-    if (waiters.length === 0) return el('span', 'muted', 'none');
+    // The board lists the first waiters of a long line; waiterCount says how many wait in all.
+    var more = typeof lock.waiterCount === 'number' ? Math.max(0, lock.waiterCount - waiters.length) : 0;
+    if (waiters.length === 0 && more === 0) return el('span', 'muted', 'none');
+    var shown = document.createDocumentFragment();
     var list = el('ol', 'waiters');
     waiters.forEach(function (waiter) {
       var item = el('li', 'waiter');
@@ -317,7 +320,13 @@
       }
       list.appendChild(item);
     });
-    return list;
+    if (waiters.length > 0) shown.appendChild(list);
+    if (more > 0) {
+      var rest = el('p', 'more-waiters muted', (waiters.length > 0 ? '\u2026 and ' : '') + formatCount(more) + (waiters.length > 0 ? ' more' : '') + ' waiting');
+      rest.setAttribute('data-testid', 'more-waiters');
+      shown.appendChild(rest);
+    }
+    return shown;
   }
 
   function nameHeader(name) {
