@@ -2,14 +2,16 @@
 -- ARGV[1] instances per call, the expired members met on the way dropped (at most 100).
 -- KEYS[1]  instance index: sorted set client id -> alive until (ms, server clock)
 -- ARGV[1]  how many instances to list at most (1 to 1000)
--- ARGV[2]  instance key prefix: when not empty, each listed instance's hash ARGV[2] .. '{' .. client
---          id .. '}' is read too (standalone Redis only: those keys are not declared)
+-- ARGV[2]  instance key prefix: when not empty, the identity fields (clientId, clientName, host, pid,
+--          startedAt) of each listed instance's hash ARGV[2] .. '{' .. client id .. '}' are read
+--          too, never its other fields (standalone Redis only: those keys are not declared)
 -- Returns  { now (ms, server clock), 1 when more live instances than ARGV[1] exist else 0,
 --          { client id, alive until (ms), { field, value, ... } (empty when not read or gone), ... } }
 --          soonest to expire first
 local indexKey = KEYS[1]
 local limit = tonumber(ARGV[1])
 local instancePrefix = ARGV[2]
+local identityFields = { 'clientId', 'clientName', 'host', 'pid', 'startedAt' }
 
 -- #include server-clock
 -- #include instance-index-prune
@@ -24,7 +26,13 @@ for i = 1, #live, 2 do
   end
   local fields = {}
   if instancePrefix ~= '' then
-    fields = redis.call('hgetall', instancePrefix .. '{' .. live[i] .. '}')
+    local values = redis.call('hmget', instancePrefix .. '{' .. live[i] .. '}', unpack(identityFields))
+    for f, field in ipairs(identityFields) do
+      if values[f] then
+        table.insert(fields, field)
+        table.insert(fields, values[f])
+      end
+    end
   end
   table.insert(listed, live[i])
   table.insert(listed, tonumber(live[i + 1]))

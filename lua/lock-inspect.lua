@@ -3,16 +3,20 @@
 --          applied request id, fence = the hold's fencing token; the key's TTL is the lease
 -- KEYS[2]  waiting line: list of waiter entries, first come first (see reentrant-acquire.lua)
 -- KEYS[3]  waiter deadlines: sorted set entry -> deadline in ms on the server clock
--- ARGV[1]  instance key prefix: when not empty, the instance hash ARGV[1] .. '{' .. client id .. '}'
---          of every holder and waiter is read too (standalone Redis only: those keys are not declared)
+-- ARGV[1]  instance key prefix: when not empty, the identity fields of the instance hash
+--          ARGV[1] .. '{' .. client id .. '}' of every holder and listed waiter are read too
+--          (standalone Redis only: those keys are not declared)
+-- ARGV[2]  the most waiters to list, first in line first (optional; absent or 0: every one)
 -- Returns  { pttl, fence or nil, { owner id, hold count, ... }, { waiter entry, ... } in line
---          order (waiters whose deadline passed are left out), { client id, { field, value, ... }, ... },
---          now (ms, server clock) }. The hold began when its fence was taken: a token is the server
---          clock in µs at the grant, or last + 1 when that is larger (see fence-token)
+--          order (waiters whose deadline passed are left out; at most ARGV[2]), { client id,
+--          { field, value, ... }, ... }, now (ms, server clock), live waiters in all }. The hold
+--          began when its fence was taken: a token is the server clock in µs at the grant, or
+--          last + 1 when that is larger (see fence-token)
 local lockKey = KEYS[1]
 local lineKey = KEYS[2]
 local deadlinesKey = KEYS[3]
 local instancePrefix = ARGV[1]
+local waiterLimit = tonumber(ARGV[2]) or 0
 
 -- #include server-clock
 
@@ -31,17 +35,8 @@ for i = 1, #fields, 2 do
   end
 end
 
--- Only live entries, each once: the line list keeps tombstones (entries without a deadline) and
--- may hold an entry twice (a tombstone, then pushed again; see line-live-head).
-local waiters = {}
-local listed = {}
-for _, waiterId in ipairs(redis.call('lrange', lineKey, 0, -1)) do
-  local deadline = redis.call('zscore', deadlinesKey, waiterId)
-  if deadline and tonumber(deadline) > now and not listed[waiterId] then
-    listed[waiterId] = true
-    table.insert(waiters, waiterId)
-  end
-end
+-- #include inspect-line
+local waiters = lineEntries
 
 -- #include inspect-instances
 if instancePrefix ~= '' then
@@ -49,4 +44,4 @@ if instancePrefix ~= '' then
   for _, entry in ipairs(waiters) do addInstance(string.match(entry, '^%S+')) end
 end
 
-return { redis.call('pttl', lockKey), fence, holders, waiters, instances, now }
+return { redis.call('pttl', lockKey), fence, holders, waiters, instances, now, lineCount }

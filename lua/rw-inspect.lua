@@ -6,18 +6,22 @@
 -- KEYS[3]  waiting line: list of waiter entries '<owner id> <request id> <lease ms> <r|w>' (see
 --          rw-read-acquire.lua); optional
 -- KEYS[4]  waiter deadlines: sorted set entry -> deadline in ms on the server clock; optional
--- ARGV[1]  instance key prefix: when not empty, the instance hash ARGV[1] .. '{' .. client id .. '}'
---          of every holder and waiter is read too (standalone Redis only: those keys are not declared)
+-- ARGV[1]  instance key prefix: when not empty, the identity fields of the instance hash
+--          ARGV[1] .. '{' .. client id .. '}' of every holder and listed waiter are read too
+--          (standalone Redis only: those keys are not declared)
+-- ARGV[2]  the most waiters to list, first in line first (optional; absent or 0: every one)
 -- Returns  { pttl, mode or nil, fence (write mode only) or nil, { owner id, hold count, mode, held
 --          since, ... }, { client id, { field, value, ... }, ... }, { waiter entry, ... } in line
---          order, now (ms, server clock) }; held since is a read hold's since:<owner id> ('' when
---          not recorded, and for the writer: its hold began at its fencing token, see fence-token);
---          owners whose lease ran out and waiters whose deadline passed are left out
+--          order (at most ARGV[2]), now (ms, server clock), live waiters in all }; held since is a
+--          read hold's since:<owner id> ('' when not recorded, and for the writer: its hold began at
+--          its fencing token, see fence-token); owners whose lease ran out and waiters whose
+--          deadline passed are left out
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
 local lineKey = KEYS[3]
 local deadlinesKey = KEYS[4]
 local instancePrefix = ARGV[1]
+local waiterLimit = tonumber(ARGV[2]) or 0
 
 -- #include server-clock
 
@@ -54,19 +58,8 @@ if mode == 'write' then
   fence = redis.call('hget', rwKey, 'fence')
 end
 
--- Only live entries, each once: the line list keeps tombstones (entries without a deadline) and
--- may hold an entry twice (a tombstone, then pushed again; see line-live-head).
-local waiters = {}
-local listed = {}
-if lineKey then
-  for _, entry in ipairs(redis.call('lrange', lineKey, 0, -1)) do
-    local deadline = redis.call('zscore', deadlinesKey, entry)
-    if deadline and tonumber(deadline) > now and not listed[entry] then
-      listed[entry] = true
-      table.insert(waiters, entry)
-    end
-  end
-end
+-- #include inspect-line
+local waiters = lineEntries
 
 -- #include inspect-instances
 if instancePrefix ~= '' then
@@ -74,4 +67,4 @@ if instancePrefix ~= '' then
   for _, entry in ipairs(waiters) do addInstance(string.match(entry, '^%S+')) end
 end
 
-return { redis.call('pttl', rwKey), mode, fence, holders, instances, waiters, now }
+return { redis.call('pttl', rwKey), mode, fence, holders, instances, waiters, now, lineCount }

@@ -3,7 +3,11 @@ import { hostname } from 'node:os';
 import Redis from 'ioredis';
 import { TestingModule } from '@nestjs/testing';
 import { FairLockService, LockInfo, LockService, ReadWriteLockService, SemaphoreService } from '../lib';
+import { LockInspector } from '../lib/introspection/lock-inspector';
+import { LockKeys } from '../lib/redis/lock-keys';
+import { LUA_SOURCES } from '../lib/redis/lua-sources.generated';
 import { LockEngine } from '../lib/runtime/lock-engine';
+import { SemaphoreKeys } from '../lib/semaphores/semaphore-keys';
 import { spawnFixture } from './support/child-process';
 import { createLockApp, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
@@ -208,5 +212,135 @@ describe('inspect and list', () => {
     expect(await raw.exists(key)).toBe(1);
     await other.close();
     expect(await raw.exists(key)).toBe(0);
+  });
+});
+
+/**
+ * What the lock board asks of a lock with a long line (docs/lock-board.md#cost): the first
+ * `waiterLimit` waiters and how many wait in all, at a cost that does not grow with the line; and
+ * only the identity fields of each waiter's instance hash, never its other (large) fields.
+ * `inspect()` and `list()` are unchanged: every waiter, no `waiterCount`.
+ */
+describe('inspect with a waiter limit (the lock board lists the first 50 of a line)', () => {
+  let redis: TestRedis;
+  let raw: Redis;
+  let app: TestingModule;
+  let inspector: LockInspector;
+  let engine: LockEngine;
+  const far = () => Date.now() + 3_600_000;
+  const identity = (i: number) => ({ clientId: `c${i}`, clientName: `client ${i}`, host: 'host-a', pid: 1_000 + i, startedAt: '2024-01-01T00:00:00.000Z' });
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    raw = redis.client();
+    app = await createLockApp({ redis: redis.url, clientName: 'inspector' });
+    inspector = app.get(LockInspector);
+    engine = app.get(LockEngine);
+    // 50 waiting instances, each hash with a large field beside its identity (as contention counters can be).
+    const pipeline = raw.pipeline();
+    for (let i = 0; i < 50; i++) {
+      const { clientId, clientName, host, pid, startedAt } = identity(i);
+      pipeline.hset(`${engine.instances.keyPrefix}{${clientId}}`, 'clientId', clientId, 'clientName', clientName, 'host', host, 'pid', pid, 'startedAt', startedAt, 'contention', 'x'.repeat(20_000));
+    }
+    await pipeline.exec();
+  });
+  afterAll(async () => {
+    await raw?.config('SET', 'slowlog-log-slower-than', '10000');
+    await app?.close();
+    await redis?.stop();
+  });
+
+  it('a lock with 20,000 waiters: the first 50 in line order with their instances, waiterCount 20,000, no Redis command over 10 ms', async () => {
+    const lock = app.get(LockService).getLock('long-line');
+    await lock.lock({ leaseTime: 60_000 });
+    const lockKey = engine.keys.lock('long-line');
+    const pipeline = raw.pipeline();
+    // Tombstones (no deadline) at the head, then 20,000 live entries as reentrant-acquire.lua writes them, then a duplicate.
+    for (let i = 0; i < 3; i++) pipeline.rpush(LockKeys.line(lockKey), `gone:${i} r 30000 p`);
+    for (let i = 0; i < 20_000; i++) {
+      const entry = `c${i % 50}:${i} r${i} 30000 p`;
+      pipeline.rpush(LockKeys.line(lockKey), entry);
+      pipeline.zadd(LockKeys.lineDeadlines(lockKey), far(), entry);
+    }
+    pipeline.rpush(LockKeys.line(lockKey), 'c0:0 r0 30000 p');
+    await pipeline.exec();
+    await raw.config('SET', 'slowlog-log-slower-than', '10000');
+    await raw.slowlog('RESET');
+    const info = await inspector.inspectLock('long-line', 'reentrant', { waiterLimit: 50 });
+    const slow = ((await raw.slowlog('GET', 10)) as Array<[number, number, number, string[]]>).map(([, , micros, args]) => `${args[0]} ${micros} us`);
+    expect(slow).toEqual([]);
+    expect(info.waiterCount).toBe(20_000);
+    expect(info.waiters!.map((waiter) => waiter.ownerId)).toEqual(Array.from({ length: 50 }, (_, i) => `c${i}:${i}`));
+    expect(info.waiters![7].instance).toEqual(identity(7));
+    expect(info.holders).toHaveLength(1);
+    // inspect() as before: every waiter, no waiterCount.
+    const all = await app.get(LockService).inspect('long-line');
+    expect(all.waiters).toHaveLength(20_000);
+    expect(all).not.toHaveProperty('waiterCount');
+    await lock.forceUnlock();
+    await raw.del(LockKeys.line(lockKey), LockKeys.lineDeadlines(lockKey));
+  }, 30_000);
+
+  it('a read-write lock and a semaphore: the first waiters with waiterCount; behind more tombstones than the bound, none listed but all counted', async () => {
+    const rw = app.get(ReadWriteLockService).getReadWriteLock('rw-line');
+    await rw.writeLock().lock({ leaseTime: 60_000 });
+    const rwKey = engine.keys.readWrite('rw-line');
+    const semaphore = await app.get(SemaphoreService).getSemaphore('sem-line', { permits: 1 }).acquire({ leaseTime: 60_000 });
+    const sem = new SemaphoreKeys(engine.keys, 'sem-line');
+    const pipeline = raw.pipeline();
+    for (let i = 0; i < 120; i++) {
+      pipeline.rpush(LockKeys.line(rwKey), `c${i % 50}:${i} r${i} 30000 ${i % 2 ? 'r' : 'w'}`);
+      pipeline.zadd(LockKeys.lineDeadlines(rwKey), far(), `c${i % 50}:${i} r${i} 30000 ${i % 2 ? 'r' : 'w'}`);
+      pipeline.rpush(sem.line, `c${i % 50}:${i}`);
+      pipeline.zadd(sem.deadlines, far(), `c${i % 50}:${i}`);
+      pipeline.hset(sem.base, `w:c${i % 50}:${i}`, 1 + (i % 3));
+    }
+    await pipeline.exec();
+    const rwInfo = await inspector.inspectReadWrite('rw-line', { waiterLimit: 50 });
+    expect(rwInfo.waiterCount).toBe(120);
+    expect(rwInfo.waiters!.map((waiter) => waiter.ownerId)).toEqual(Array.from({ length: 50 }, (_, i) => `c${i}:${i}`));
+    expect(rwInfo.waiters![3].instance).toEqual(identity(3));
+    expect((await app.get(ReadWriteLockService).inspect('rw-line')).waiters).toHaveLength(120);
+    const semInfo = await inspector.inspectSemaphore('sem-line', { waiterLimit: 50 });
+    expect(semInfo.waiterCount).toBe(120);
+    expect(semInfo.waiters!.map((waiter) => [waiter.ownerId, waiter.permits])).toEqual(Array.from({ length: 50 }, (_, i) => [`c${i}:${i}`, 1 + (i % 3)]));
+    expect((await app.get(SemaphoreService).inspect('sem-line')).waiters).toHaveLength(120);
+    expect(await inspector.inspectSemaphore('sem-line')).not.toHaveProperty('waiterCount');
+
+    // 2,000 tombstones before the live entries: the script looks at 10 * 50 + 1,000 entries at most.
+    const lockKey = engine.keys.lock('tombstones');
+    const lock = app.get(LockService).getLock('tombstones');
+    await lock.lock({ leaseTime: 60_000 });
+    const behind = raw.pipeline();
+    for (let i = 0; i < 2_000; i++) behind.rpush(LockKeys.line(lockKey), `gone:${i} r 30000 f`);
+    for (let i = 0; i < 10; i++) {
+      behind.rpush(LockKeys.line(lockKey), `c${i}:${i} r 30000 f`);
+      behind.zadd(LockKeys.lineDeadlines(lockKey), far(), `c${i}:${i} r 30000 f`);
+    }
+    await behind.exec();
+    const hidden = await inspector.inspectLock('tombstones', 'reentrant', { waiterLimit: 50 });
+    expect({ waiters: hidden.waiters, waiterCount: hidden.waiterCount }).toEqual({ waiters: [], waiterCount: 10 });
+    expect((await inspector.inspectLock('tombstones', 'reentrant', { waiterLimit: 1_000 })).waiters).toHaveLength(10);
+    await expect(inspector.inspectLock('tombstones', 'reentrant', { waiterLimit: 0 })).rejects.toThrow(/waiterLimit must be a positive integer/);
+    await lock.forceUnlock();
+    await rw.writeLock().forceUnlock();
+    await semaphore.release();
+  });
+
+  it('the scripts read only the identity fields of an instance hash (HMGET), never its other fields', async () => {
+    const lockKey = engine.keys.lock('identity');
+    const lock = app.get(LockService).getLock('identity');
+    await lock.lock({ leaseTime: 60_000 });
+    await raw.rpush(LockKeys.line(lockKey), 'c1:1 r 30000 p');
+    await raw.zadd(LockKeys.lineDeadlines(lockKey), far(), 'c1:1 r 30000 p');
+    const reply = (await raw.eval(LUA_SOURCES['lock-inspect'], 3, lockKey, LockKeys.line(lockKey), LockKeys.lineDeadlines(lockKey), engine.instances.keyPrefix, 50)) as unknown[];
+    const instances = reply[4] as unknown[];
+    expect(instances[instances.indexOf('c1') + 1]).toEqual(['clientId', 'c1', 'clientName', 'client 1', 'host', 'host-a', 'pid', '1001', 'startedAt', '2024-01-01T00:00:00.000Z']);
+    // The live-instance listing too: this app's own hash with a large field beside its identity.
+    await raw.hset(engine.instances.key, 'contention', 'x'.repeat(20_000));
+    const listed = (await raw.eval(LUA_SOURCES['instance-list'], 1, engine.instances.indexKey, 100, engine.instances.keyPrefix)) as [number, number, unknown[]];
+    const fields = listed[2][listed[2].indexOf(engine.instances.self.clientId) + 2] as string[];
+    expect(fields.filter((_, i) => i % 2 === 0)).toEqual(['clientId', 'clientName', 'host', 'pid', 'startedAt']);
+    await lock.forceUnlock();
   });
 });

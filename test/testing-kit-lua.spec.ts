@@ -125,7 +125,8 @@ describe('testing kit: Lua as Redis runs it', () => {
 /**
  * The commands of the deadlock scripts (wait-for records beside a held lock, read with the lock's
  * hash, line and leases: HGETALL, HSET, HDEL, PEXPIRE, PTTL, LRANGE, ZSCORE, ZRANGE WITHSCORES,
- * HMGET, TIME), in one script shaped like them, answer the same on Redis 7 and in the kit.
+ * HMGET, TIME), in one script shaped like them, answer the same on Redis 7 and in the kit; so does
+ * the ZCOUNT the inspect scripts count a line's live waiters with.
  */
 describe('testing kit: the deadlock scripts\' commands answer as on Redis', () => {
   let redis: TestRedis;
@@ -177,6 +178,8 @@ describe('testing kit: the deadlock scripts\' commands answer as on Redis', () =
     put(redis.call('hdel', waitfor, 'o1 w2'))
     put(redis.call('exists', waitfor))
     put(redis.call('hgetall', waitfor))
+    put({ redis.call('zcount', leases, '(2.5', '+inf'), redis.call('zcount', leases, '-inf', 2.5), redis.call('zcount', leases, '(' .. string.format('%.0f', 1700000000000), '+inf') })
+    put(redis.call('zcount', 'missing', '-inf', '+inf'))
     return out
   `;
   const keys = ['lock:{a}', 'lock:{a}:waitfor', 'lock:{a}:line', 'lock:{a}:leases'];
@@ -192,6 +195,7 @@ describe('testing kit: the deadlock scripts\' commands answer as on Redis', () =
     const inKit = new InMemoryRedis().execute('eval', [script, String(keys.length), ...keys, '1712345678901']);
     expect(inKit).toEqual(onRedis);
     expect((onRedis as unknown[])[0]).toBe('string string 13 nil');
+    expect((onRedis as unknown[]).slice(-2)).toEqual([[1, 1, 0], 0]);
     expect((onRedis as unknown[])[4]).toEqual([
       'o1 w1',
       'again',

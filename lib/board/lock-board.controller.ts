@@ -18,7 +18,7 @@ import { BoardForceRelease, parseForceRelease } from './board-force-release';
 import { boardPage, BoardResponse, boardScript, boardStylesheet } from './board-page';
 import { BoardSnapshots, type BoardSnapshot } from './board-snapshots';
 import { LockBoardGuard } from './lock-board.guard';
-import { BOARD_CROSS_SITE, BOARD_CROSS_SITE_READ, BOARD_FORCE_RELEASE_OFF, BOARD_READ_HOLD, BOARD_RELEASE_REFUSED } from './lock-board.messages';
+import { BOARD_CROSS_SITE, BOARD_CROSS_SITE_READ, BOARD_FORCE_RELEASE_OFF, BOARD_NOT_AS_SHOWN, BOARD_READ_HOLD } from './lock-board.messages';
 import type { ResolvedLockBoardOptions } from './lock-board.options';
 import { BOARD_PATH, RESOLVED_BOARD_OPTIONS } from './lock-board.tokens';
 
@@ -35,18 +35,22 @@ const header = (request: BoardRequest, name: string): string | undefined => {
 };
 
 /**
- * Whether the browser says the request comes from another site: `Sec-Fetch-Site` other than
- * same-origin (or none: typed in, a bookmark), or an `Origin` that is not this host. A tool such as
- * curl sends neither and is not refused (the guard decides about it).
+ * Whether the request comes from another site. A browser that sends `Sec-Fetch-Site` (every
+ * current one) is believed alone: `same-origin`, or `none` (typed in, a bookmark), passes; anything
+ * else (`same-site`, `cross-site`) is another site. Only when it is absent (an older browser) is an
+ * `Origin` compared, with the `Host` header the request arrived with: never with `X-Forwarded-Host`,
+ * which another site's script may set itself (after a preflight an app-wide CORS config answers).
+ * So an older browser behind a proxy that rewrites `Host` is refused: it fails closed. A tool such
+ * as curl sends neither header and is not refused (the guard decides about it).
  */
 export function isCrossSite(request: BoardRequest): boolean {
   const site = header(request, 'sec-fetch-site');
-  if (site !== undefined && site !== 'same-origin' && site !== 'none') return true;
+  if (site !== undefined) return site !== 'same-origin' && site !== 'none';
   const origin = header(request, 'origin');
   if (origin === undefined) return false;
-  const host = (header(request, 'x-forwarded-host') ?? header(request, 'host') ?? '').split(',')[0].trim().toLowerCase();
+  const host = (header(request, 'host') ?? '').trim().toLowerCase();
   try {
-    return new URL(origin).host.toLowerCase() !== host;
+    return host === '' || new URL(origin).host.toLowerCase() !== host;
   } catch {
     return true;
   }
@@ -123,15 +127,13 @@ export function boardControllerAt(path: string): Type<unknown> {
       } catch (error) {
         throw new BadRequestException(error instanceof Error ? error.message : String(error));
       }
-      let released: boolean;
-      try {
-        released = await this.releases.release(asked, request);
-      } catch (error) {
-        // A read hold (no token) and a bad name are the caller's mistakes; Redis down is the filter's 503.
-        if (error instanceof TypeError) throw new BadRequestException(asked.kind === 'read-write' ? BOARD_READ_HOLD : error.message);
-        throw error;
+      // Who asks is worked out first (an `actor` that fails is a 500 before Redis is asked); the
+      // library's own errors (a name it cannot use: 400, Redis down: 503) reach the app's filters.
+      const outcome = await this.releases.release(asked, request);
+      if (!outcome.released) {
+        if (outcome.readHeld) throw new BadRequestException(BOARD_READ_HOLD);
+        throw new ConflictException({ statusCode: 409, released: false, message: BOARD_NOT_AS_SHOWN(asked.name, outcome.why) });
       }
-      if (!released) throw new ConflictException({ statusCode: 409, released: false, message: BOARD_RELEASE_REFUSED(asked.name, asked.fencingToken) });
       return { released: true };
     }
   }

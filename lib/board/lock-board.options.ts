@@ -1,6 +1,13 @@
 import type { CanActivate, Type } from '@nestjs/common';
 import { BOARD_GUARD_REQUIRED, BOARD_OPTION } from './lock-board.messages';
 
+/**
+ * Waiters the board lists per lock or semaphore (its inspections pass it as `waiterLimit`): the
+ * first ones in line, with how many wait in all (`waiterCount`), so one lock with a very long line
+ * costs Redis and every viewer no more than a short one (docs/lock-board.md#cost).
+ */
+export const BOARD_WAITERS_PER_LOCK = 50;
+
 /** How much of Redis one refresh may read (docs/lock-board.md#cost). */
 export interface LockBoardBudget {
   /** Keys the walk looks at per refresh (SCAN, 1,000 per call); default 20,000, 1,000 to 1,000,000. */
@@ -13,8 +20,10 @@ export interface LockBoardBudget {
 export interface LockBoardOptions {
   /**
    * Who may see the board: a Nest guard class (created with the module's injector) or instance.
-   * Required; `false` opens the board to anyone who can reach the app, and says so at start (local
-   * development only). The app's global guards apply as well: the board is a Nest controller.
+   * Required; `false` opens the board to anyone who can reach the app by a loopback name
+   * (`localhost`, `*.localhost`, `127.0.0.1`, `[::1]`; any other `Host` is refused, against DNS
+   * rebinding), and says so at start (local development only). The app's global guards apply as
+   * well: the board is a Nest controller.
    */
   guard: CanActivate | Type<CanActivate> | false;
   /** Lets an operator force-release a hold from the page (default false: the board is read-only). */

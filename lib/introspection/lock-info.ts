@@ -55,6 +55,12 @@ export interface LockInfo {
   readonly holders: readonly LockHolderInfo[];
   /** A fair lock's (or a semaphore's) waiting line, first in line first. */
   readonly waiters?: readonly LockWaiterInfo[];
+  /**
+   * How many wait in line in all, when the reader listed at most some of them (the lock board lists
+   * the first 50 of each line): `waiters` may then be shorter than this. Absent from `inspect()` and
+   * `list()`, which list every waiter.
+   */
+  readonly waiterCount?: number;
   /** A semaphore's limit (the `permits` it is in use with). */
   readonly permits?: number;
   /** A semaphore's permits free right now. */

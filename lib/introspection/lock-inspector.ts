@@ -35,6 +35,24 @@ const MAX_INSTANCE_COUNT = 1_000;
 
 type Instances = Map<string, LockInstanceInfo>;
 
+/** How much of a waiting line an inspection lists (the lock board's: docs/lock-board.md#cost). */
+export interface InspectOptions {
+  /**
+   * The most waiters to list, first in line first (a positive integer): the script then looks at a
+   * bounded part of the line however long it is, and the record's `waiterCount` says how many wait
+   * in all. Default: every waiter, and no `waiterCount` (what `inspect()` and `list()` report).
+   */
+  readonly waiterLimit?: number;
+}
+
+/** The script argument for `waiterLimit` (none when every waiter is wanted), checked. */
+function waiterLimitArgs(options: InspectOptions): number[] {
+  const limit = options.waiterLimit;
+  if (limit === undefined) return [];
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new TypeError(`waiterLimit must be a positive integer (got ${String(limit)})`);
+  return [limit];
+}
+
 /**
  * The little the inspector reads from the module's engine (which satisfies it as is): the inspector
  * sits above the engine and the engine knows nothing of it.
@@ -57,15 +75,20 @@ export interface InspectionSource {
 export class LockInspector {
   constructor(private readonly engine: InspectionSource) {}
 
-  /** A reentrant or fair lock (they share the hash); `kind` is what the asking service calls it. */
-  async inspectLock(name: string, kind: 'reentrant' | 'fair'): Promise<LockInfo> {
+  /**
+   * A reentrant or fair lock (they share the hash); `kind` is what the asking service calls it.
+   * `options.waiterLimit` lists at most that many waiters, with `waiterCount` (the lock board).
+   */
+  async inspectLock(name: string, kind: 'reentrant' | 'fair', options: InspectOptions = {}): Promise<LockInfo> {
     const lockKey = this.engine.keys.lock(name);
+    const lineLimit = waiterLimitArgs(options);
     const keys = [lockKey, LockKeys.line(lockKey), LockKeys.lineDeadlines(lockKey)];
     const reply = (await this.engine.call(name, (ticket) =>
-      scripts.lock.run(this.engine.client, keys, [this.instancePrefixForScripts()], ticket),
-    )) as [number, string | null, string[], string[], unknown[], number];
+      scripts.lock.run(this.engine.client, keys, [this.instancePrefixForScripts(), ...lineLimit], ticket),
+    )) as [number, string | null, string[], string[], unknown[], number, number];
     const [ttl, fence, holderFields, lineEntries, instanceFields] = reply;
     const serverTime = Number(reply[5]);
+    const waiterCount = lineLimit.length > 0 ? { waiterCount: Number(reply[6] ?? 0) } : undefined;
     // A line entry is '<owner id> <request id> <lease> <p|f>' (an older version's: the owner id alone).
     const waiterIds = lineEntries.map((entry) => entry.split(' ')[0]);
     const fairWaiters = lineEntries.some((entry) => !entry.includes(' ') || entry.endsWith(' f'));
@@ -85,20 +108,23 @@ export class LockInspector {
       holders,
       serverTime,
     };
-    if (kind === 'fair' || waiterIds.length > 0) {
-      return { ...info, waiters: waiterIds.map((ownerId): LockWaiterInfo => withInstance({ ownerId }, instances)) };
+    if (kind === 'fair' || waiterIds.length > 0 || (waiterCount?.waiterCount ?? 0) > 0) {
+      return { ...info, waiters: waiterIds.map((ownerId): LockWaiterInfo => withInstance({ ownerId }, instances)), ...waiterCount };
     }
     return info;
   }
 
-  async inspectReadWrite(name: string): Promise<LockInfo> {
+  /** A read-write lock; `options.waiterLimit` as for `inspectLock`. */
+  async inspectReadWrite(name: string, options: InspectOptions = {}): Promise<LockInfo> {
     const rwKey = this.engine.keys.readWrite(name);
+    const lineLimit = waiterLimitArgs(options);
     const keys = [rwKey, LockKeys.readWriteLeases(rwKey), LockKeys.line(rwKey), LockKeys.lineDeadlines(rwKey)];
     const reply = (await this.engine.call(name, (ticket) =>
-      scripts.readWrite.run(this.engine.client, keys, [this.instancePrefixForScripts()], ticket),
-    )) as [number, string | null, string | null, string[], unknown[], string[] | undefined, number];
+      scripts.readWrite.run(this.engine.client, keys, [this.instancePrefixForScripts(), ...lineLimit], ticket),
+    )) as [number, string | null, string | null, string[], unknown[], string[] | undefined, number, number];
     const [ttl, mode, fence, holderFields, instanceFields, lineEntries = []] = reply;
     const serverTime = Number(reply[6]);
+    const waiterCount = lineLimit.length > 0 ? Number(reply[7] ?? 0) : undefined;
     // { owner id, hold count, mode, held since ('' for the writer: read from its token) }
     const quads: Array<[string, string, string, string]> = [];
     for (let i = 0; i + 3 < holderFields.length; i += 4) quads.push([holderFields[i], holderFields[i + 1], holderFields[i + 2], holderFields[i + 3]]);
@@ -123,19 +149,27 @@ export class LockInspector {
       ...(locked && fence != null ? { fencingToken: Number(fence) } : {}),
       holders,
       // Only while someone waits (the line exists only then), as for a reentrant lock.
-      ...(waiterIds.length > 0 ? { waiters: waiterIds.map((ownerId): LockWaiterInfo => withInstance({ ownerId }, instances)) } : {}),
+      ...(waiterIds.length > 0 || (waiterCount ?? 0) > 0
+        ? { waiters: waiterIds.map((ownerId): LockWaiterInfo => withInstance({ ownerId }, instances)) }
+        : {}),
+      ...(waiterCount === undefined ? {} : { waiterCount }),
       serverTime,
     };
   }
 
-  /** A semaphore as `list` reports it: its limit, free permits, holders (permits taken) and line. */
-  async inspectSemaphore(name: string): Promise<LockInfo> {
+  /**
+   * A semaphore as `list` reports it: its limit, free permits, holders (permits taken) and line;
+   * `options.waiterLimit` as for `inspectLock`.
+   */
+  async inspectSemaphore(name: string, options: InspectOptions = {}): Promise<LockInfo> {
     const keys = new SemaphoreKeys(this.engine.keys, name);
+    const lineLimit = waiterLimitArgs(options);
     const reply = (await this.engine.call(name, (ticket) =>
-      scripts.semaphore.run(this.engine.client, [keys.base, keys.leases, keys.line, keys.deadlines], [1], ticket),
-    )) as [number, number, unknown[], unknown[], number];
+      scripts.semaphore.run(this.engine.client, [keys.base, keys.leases, keys.line, keys.deadlines], [1, ...lineLimit], ticket),
+    )) as [number, number, unknown[], unknown[], number, number];
     const [limit, used, holderFields, waiterFields] = [Number(reply[0]), Number(reply[1]), reply[2] ?? [], reply[3] ?? []];
     const serverTime = Number(reply[4]);
+    const waiterCount = lineLimit.length > 0 ? { waiterCount: Number(reply[5] ?? 0) } : {};
     const held: Array<{ ownerId: string; holdCount: number; ttl: number; fencingToken: number }> = [];
     for (let i = 0; i + 3 < holderFields.length; i += 4) {
       held.push({ ownerId: String(holderFields[i]), holdCount: Number(holderFields[i + 1]), ttl: Number(holderFields[i + 2]), fencingToken: Number(holderFields[i + 3]) });
@@ -153,6 +187,7 @@ export class LockInspector {
         return withInstance({ ownerId, holdCount, fencingToken, ...(heldSince === undefined ? {} : { heldSince }) }, instances);
       }),
       waiters: waiting.map((waiter): LockWaiterInfo => withInstance(waiter, instances)),
+      ...waiterCount,
       ...(limit > 0 ? { permits: limit, available: Math.max(0, limit - used) } : {}),
       serverTime,
     };

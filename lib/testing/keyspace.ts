@@ -413,6 +413,18 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   zcard: { minArgs: 1, run: (keyspace, [key], now) => keyspace.read(key, 'zset', now)?.size ?? 0 },
+  zcount: {
+    minArgs: 3,
+    run: (keyspace, [key, minText, maxText], now) => {
+      const min = bound(minText);
+      const max = bound(maxText);
+      let count = 0;
+      for (const value of (keyspace.read(key, 'zset', now) ?? new Map<string, number>()).values()) {
+        if ((min.exclusive ? value > min.value : value >= min.value) && (max.exclusive ? value < max.value : value <= max.value)) count++;
+      }
+      return count;
+    },
+  },
   zscore: {
     minArgs: 2,
     run: (keyspace, [key, member], now) => {

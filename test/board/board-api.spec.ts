@@ -1,14 +1,17 @@
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { FairLockService, LockModule, LockService, SemaphoreService } from '../../lib';
+import { FairLockService, LockModule, LockService, ReadWriteLockService, SemaphoreService } from '../../lib';
 import { LockBoardModule } from '../../lib/board';
 import { KeyspaceWalk } from '../../lib/board/keyspace-walk';
+import { isCrossSite } from '../../lib/board/lock-board.controller';
+import { quoteForLog } from '../../lib/board/lock-board.messages';
 import type { BoardSnapshot } from '../../lib/board';
 import { startRedis, type TestRedis } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
 import { deferred } from '../support/lock-app';
-import { AUTH, LogCapture, startBoardApp, TokenGuard, type Platform } from './board-app';
+import { AUTH, LogCapture, requestWithHost, startBoardApp, TokenGuard, type Platform } from './board-app';
+import { LocalAdminGuard } from '../../sample-app/src/admin/local-admin.guard';
 
 /**
  * The lock board's server side through HTTP (docs/lock-board.md), on Express and Fastify, under a
@@ -16,6 +19,51 @@ import { AUTH, LogCapture, startBoardApp, TokenGuard, type Platform } from './bo
  * force release and its refusals, the bounded walk shared by viewers, contention per name. The page
  * itself is driven in a browser by browser.spec.ts.
  */
+describe('lock board: which requests come from another site (isCrossSite)', () => {
+  const from = (headers: Record<string, string>) => isCrossSite({ headers });
+
+  it('a browser that sends Sec-Fetch-Site is judged by it alone: same-origin and none pass, anything else is another site', () => {
+    // Behind a proxy that rewrites Host, the browser's Origin names the proxy: Sec-Fetch-Site still decides.
+    expect(from({ 'sec-fetch-site': 'same-origin', origin: 'https://board.example', host: '10.0.0.7:3000' })).toBe(false);
+    expect(from({ 'sec-fetch-site': 'none', host: '10.0.0.7:3000' })).toBe(false);
+    expect(from({ 'sec-fetch-site': 'same-site', origin: 'https://board.example', host: 'board.example' })).toBe(true);
+    expect(from({ 'sec-fetch-site': 'cross-site', origin: 'https://board.example', host: 'board.example' })).toBe(true);
+    expect(from({ 'sec-fetch-site': 'something-new', host: 'board.example' })).toBe(true);
+  });
+
+  it('without Sec-Fetch-Site, Origin must name the Host the request arrived with; X-Forwarded-Host is never trusted', () => {
+    expect(from({ origin: 'http://127.0.0.1:3000', host: '127.0.0.1:3000' })).toBe(false);
+    expect(from({ origin: 'http://Board.Example', host: 'board.example' })).toBe(false);
+    expect(from({ origin: 'http://evil.example', host: '127.0.0.1:3000' })).toBe(true);
+    // Another site's script can send X-Forwarded-Host itself (an app-wide CORS config lets it through).
+    expect(from({ origin: 'http://evil.example', host: '127.0.0.1:3000', 'x-forwarded-host': 'evil.example' })).toBe(true);
+    // An old browser behind a proxy that rewrites Host: refused (fails closed), even when the proxy says where it came from.
+    expect(from({ origin: 'https://board.example', host: '10.0.0.7:3000', 'x-forwarded-host': 'board.example' })).toBe(true);
+    expect(from({ origin: 'null', host: 'board.example' })).toBe(true);
+    expect(from({ origin: 'http://board.example' })).toBe(true);
+    // A tool sends neither: the guard decides.
+    expect(from({ host: 'board.example' })).toBe(false);
+  });
+});
+
+describe('lock board: values quoted in its log lines (quoteForLog)', () => {
+  it('writes a JSON string whose every invisible character is a \\uXXXX escape, so it reads back as the value', () => {
+    const value = 'a"b\u2028c\u2029d\u202Ee\u2066f\u200Bg\u{E0100}h\u00A0i\u0085j\u{F0000}k\n';
+    const quoted = quoteForLog(value);
+    expect(quoted).toBe('"a\\"b\\u2028c\\u2029d\\u202ee\\u2066f\\u200bg\\udb40\\udd00h\\u00a0i\\u0085j\\udb80\\udc00k\\n"');
+    expect(quoted).toMatch(/^[\x20-\x7E]*$/);
+    expect(JSON.parse(quoted)).toBe(value);
+    // Visible text stays as it is.
+    expect(quoteForLog('order:42 für Zoë 注文 😀')).toBe('"order:42 für Zoë 注文 😀"');
+  });
+
+  it('cuts a value to 200 characters (never inside a surrogate pair) and says how long it was', () => {
+    expect(quoteForLog('x'.repeat(200))).toBe(`"${'x'.repeat(200)}"`);
+    expect(quoteForLog('x'.repeat(250))).toBe(`"${'x'.repeat(200)}"... (250 characters)`);
+    expect(quoteForLog(`${'x'.repeat(199)}😀y`)).toBe(`"${'x'.repeat(199)}"... (202 characters)`);
+  });
+});
+
 describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform) => {
   let redis: TestRedis;
   let raw: Redis;
@@ -134,7 +182,8 @@ describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform
     const lock = locks.getLock('stuck');
     await lock.lock({ leaseTime: 60_000 });
     const token = lock.getFencingToken()!;
-    const body = { name: 'stuck', kind: 'reentrant', fencingToken: token, ownerId: 'someone:1' };
+    const { ownerId } = (await locks.inspect('stuck')).holders[0];
+    const body = { name: 'stuck', kind: 'reentrant', fencingToken: token, ownerId };
     // Not from the page: no custom header, another site, another origin, not JSON.
     expect((await release(body, { 'X-Lock-Board': '' })).status).toBe(403);
     expect((await release(body, { 'Sec-Fetch-Site': 'cross-site' })).status).toBe(403);
@@ -152,9 +201,92 @@ describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform
     expect((await locks.inspect('stuck')).locked).toBe(false);
     expect((await release(body)).status).toBe(409);
     const audit = logs.lines.filter((line) => line.context === 'LockBoard');
-    expect(audit.some((line) => line.level === 'log' && line.message.includes('"stuck"') && line.message.includes('"ops-1"') && line.message.includes(`token ${token}`))).toBe(true);
-    expect(audit.some((line) => line.level === 'warn' && line.message.includes('refused'))).toBe(true);
+    expect(audit.filter((line) => line.message.includes('"stuck"')).map((line) => `${line.level}: ${line.message}`)).toEqual([
+      `warn: force release of reentrant "stuck" (holder "${ownerId}", fencing token ${token - 1}) by "ops-1": refused, it is held with fencing token ${token} now, not ${token - 1} (taken again since the board showed it)`,
+      `log: force release of reentrant "stuck" (holder "${ownerId}", fencing token ${token}) by "ops-1": released (checked first: a reentrant hold of that holder with that token)`,
+      `warn: force release of reentrant "stuck" (holder "${ownerId}", fencing token ${token}) by "ops-1": refused, it is not held (it was released since the board showed it)`,
+    ]);
     await lock.unlock().catch(() => undefined);
+  });
+
+  it('releases nothing unless the lock is as shown: its kind, the holder posted and its token (409, saying what it found)', async () => {
+    const locks = app.get(LockService);
+    const lock = locks.getLock('checked');
+    await lock.lock({ leaseTime: 60_000 });
+    const token = lock.getFencingToken()!;
+    const { ownerId } = (await locks.inspect('checked')).holders[0];
+    const shown = { name: 'checked', kind: 'reentrant', fencingToken: token, ownerId };
+    const refusal = async (body: Record<string, unknown>) => {
+      const response = await release(body);
+      return { status: response.status, message: ((await response.json()) as { message: string }).message };
+    };
+    // Another holder, with the right token (the review's case: another kind and holder, only the token right).
+    expect(await refusal({ ...shown, kind: 'fair', ownerId: 'somebody-else:1' })).toEqual({
+      status: 409,
+      message: `Not released: "checked" is held by "${ownerId}" now, not by "somebody-else:1"`,
+    });
+    // Another kind: the name's read-write lock and semaphore are other records, not held.
+    expect(await refusal({ ...shown, kind: 'read-write' })).toEqual({ status: 409, message: 'Not released: "checked" is not held (it was released since the board showed it)' });
+    expect(await refusal({ ...shown, kind: 'semaphore' })).toEqual({ status: 409, message: 'Not released: "checked" is not held (it was released since the board showed it)' });
+    expect((await locks.inspect('checked')).fencingToken).toBe(token);
+    // Reentrant and fair are one lock (one hash): asked as fair, the reentrant hold shown is released, and the audit line says so.
+    expect((await release({ ...shown, kind: 'fair' })).status).toBe(200);
+    expect((await locks.inspect('checked')).locked).toBe(false);
+    const audit = logs.lines.filter((line) => line.context === 'LockBoard' && line.message.includes('"checked"')).map((line) => `${line.level}: ${line.message}`);
+    expect(audit).toHaveLength(4);
+    expect(audit[0]).toBe(
+      `warn: force release of fair "checked" (holder "somebody-else:1", fencing token ${token}) by "ops-1": refused, it is held by "${ownerId}" now, not by "somebody-else:1"`,
+    );
+    expect(audit[3]).toBe(
+      `log: force release of fair "checked" (holder "${ownerId}", fencing token ${token}) by "ops-1": released (checked first: a reentrant hold of that holder with that token; asked as fair)`,
+    );
+  });
+
+  it("releases a read-write lock's write hold by its writer and token; a read hold is refused with 400", async () => {
+    const rw = app.get(ReadWriteLockService).getReadWriteLock('rw:1');
+    await rw.writeLock().lock({ leaseTime: 60_000 });
+    const written = await app.get(ReadWriteLockService).inspect('rw:1');
+    const writer = written.holders.find((holder) => holder.mode === 'write')!;
+    expect((await release({ name: 'rw:1', kind: 'read-write', fencingToken: written.fencingToken, ownerId: 'reader:1' })).status).toBe(409);
+    expect((await release({ name: 'rw:1', kind: 'read-write', fencingToken: written.fencingToken, ownerId: writer.ownerId })).status).toBe(200);
+    expect((await app.get(ReadWriteLockService).inspect('rw:1')).locked).toBe(false);
+
+    const reader = app.get(ReadWriteLockService).getReadWriteLock('rw:2').readLock();
+    await reader.lock({ leaseTime: 60_000 });
+    const read = await app.get(ReadWriteLockService).inspect('rw:2');
+    const readHeld = await release({ name: 'rw:2', kind: 'read-write', fencingToken: 1, ownerId: read.holders[0].ownerId });
+    expect(readHeld.status).toBe(400);
+    expect(((await readHeld.json()) as { message: string }).message).toMatch(/a read hold has no fencing token/);
+    expect((await app.get(ReadWriteLockService).inspect('rw:2')).locked).toBe(true);
+  });
+
+  it("refuses a semaphore holder that is not the one posted, or whose token changed; an over-long name is the library's 400", async () => {
+    const semaphores = app.get(SemaphoreService);
+    const permit = await semaphores.getSemaphore('seats', { permits: 2 }).acquire();
+    const [holder] = (await semaphores.inspect('seats')).holders;
+    expect((await release({ name: 'seats', kind: 'semaphore', fencingToken: holder.fencingToken, ownerId: 'other:1' })).status).toBe(409);
+    expect((await release({ name: 'seats', kind: 'semaphore', fencingToken: holder.fencingToken + 1, ownerId: holder.ownerId })).status).toBe(409);
+    expect((await semaphores.inspect('seats')).holders).toHaveLength(1);
+    await permit.release();
+
+    const tooLong = await release({ name: 'n'.repeat(1_025), kind: 'reentrant', fencingToken: 1, ownerId: 'a:1' });
+    expect(tooLong.status).toBe(400);
+    expect(((await tooLong.json()) as { message: string }).message).toMatch(/1,?025/);
+  });
+
+  it('the audit line shows what the request named, quoted: a line or bidi separator in a name or holder cannot forge or hide text', async () => {
+    const locks = app.get(LockService);
+    const lockName = 'audit:\u2028forged\u202E';
+    const lock = locks.getLock(lockName);
+    await lock.lock({ leaseTime: 60_000 });
+    const { ownerId } = (await locks.inspect(lockName)).holders[0];
+    const forged = `${ownerId}\u2028[Nest] 1 - LOG [LockBoard] force release by "alice": released\u202E${'x'.repeat(300)}`;
+    await release({ name: lockName, kind: 'reentrant', fencingToken: lock.getFencingToken(), ownerId: forged });
+    const line = logs.lines.find((entry) => entry.context === 'LockBoard' && entry.message.includes('"audit:\\u2028forged\\u202e"'))?.message;
+    expect(line).toBeDefined();
+    expect(line).not.toMatch(/[\n\r\u0085\u2028\u2029\u200E\u200F\u202A-\u202E\u2066-\u2069]/);
+    expect(line).toContain(`(holder "${ownerId}\\u2028[Nest] 1 - LOG [LockBoard] force release by \\"alice\\": released\\u202e${'x'.repeat(200 - (forged.length - 300))}"`);
+    expect(line).toContain(`... (${forged.length} characters)`);
   });
 
   it("force-releases a semaphore holder's permits by its token", async () => {
@@ -192,6 +324,46 @@ describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform
       expect(new Set(views.map((view) => view.serverTime)).size).toBe(1);
     } finally {
       refresh.mockRestore();
+    }
+  });
+});
+
+describe('lock board: an actor option that fails', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it.each([
+    // A plausible actor: the e-mail from a profile the app's auth did not put on this request.
+    ['throws', (request: unknown) => (request as { user: { profile: { email: string } } }).user.profile.email, /option "actor" threw: .*reading 'email'/],
+    ['gives a number', () => 42 as unknown as string, /option "actor" gave 42, not a string/],
+  ])('one that %s answers 500 with a generic message, logs why (context LockBoard), and releases nothing', async (_, actor, logged) => {
+    const logs = new LogCapture();
+    const { app, url } = await startBoardApp('express', { redis: redis.url }, { allowForceRelease: true, actor }, logs);
+    try {
+      const locks = app.get(LockService);
+      const lock = locks.getLock('actor:job');
+      await lock.lock({ leaseTime: 60_000 });
+      const info = await locks.inspect('actor:job');
+      const response = await fetch(`${url}/api/lock-board/api/force-release`, {
+        method: 'POST',
+        headers: { ...AUTH, 'Content-Type': 'application/json', 'X-Lock-Board': '1' },
+        body: JSON.stringify({ name: 'actor:job', kind: 'reentrant', fencingToken: info.fencingToken, ownerId: info.holders[0].ownerId }),
+      });
+      expect(response.status).toBe(500);
+      const { message } = (await response.json()) as { message: string };
+      expect(message).toBe('Force release refused: the board could not tell who is asking (see the server log); nothing was released');
+      expect((await locks.inspect('actor:job')).fencingToken).toBe(info.fencingToken);
+      const board = logs.lines.filter((line) => line.context === 'LockBoard');
+      expect(board.map((line) => line.level)).toEqual(['error']);
+      expect(board[0].message).toMatch(logged);
+      await lock.forceUnlock();
+    } finally {
+      await app.close();
     }
   });
 });
@@ -323,12 +495,23 @@ describe('lock board: bad set-up fails at start, naming the option', () => {
   it('no LockModule in the app', async () => {
     await expect(compile({ guard: TokenGuard }, false)).rejects.toThrow(/LockBoardModule needs LockModule/);
   });
-  it('guard: false starts, with a warning, and force release stays off by default', async () => {
+  it('guard: false starts, with a warning, answers only a loopback Host, and force release stays off by default', async () => {
     const logs = new LogCapture();
     const { app, url } = await startBoardApp('express', { redis: redis.url }, { guard: false }, logs);
     try {
       expect(logs.lines.some((line) => line.level === 'warn' && line.context === 'LockBoard' && line.message.includes('no guard'))).toBe(true);
       expect((await fetch(`${url}/api/lock-board/api/snapshot`)).status).toBe(200);
+      const { port } = new URL(url);
+      for (const host of [`localhost:${port}`, 'LOCALHOST', `app.localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]) {
+        expect({ host, status: (await requestWithHost(url, host, 'GET', '/api/lock-board/api/snapshot')).status }).toEqual({ host, status: 200 });
+      }
+      // A page of another site whose name was rebound to 127.0.0.1 (DNS rebinding): same-origin to the browser, but not a loopback Host.
+      for (const host of [`rebind.attacker.example:${port}`, `127.0.0.2:${port}`, `localhost.attacker.example`, `[::ffff:127.0.0.1]:${port}`]) {
+        const refused = await requestWithHost(url, host, 'GET', '/api/lock-board/api/snapshot', { 'Sec-Fetch-Site': 'same-origin' });
+        expect({ host, status: refused.status }).toEqual({ host, status: 403 });
+        expect(refused.body).toContain('answers only requests to a loopback name');
+      }
+      expect((await requestWithHost(url, `rebind.attacker.example:${port}`, 'GET', '/api/lock-board')).status).toBe(403);
       const post = await fetch(`${url}/api/lock-board/api/force-release`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'X-Lock-Board': '1' },
@@ -337,6 +520,52 @@ describe('lock board: bad set-up fails at start, naming the option', () => {
       expect(post.status).toBe(404);
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe("lock board behind the sample app's guard (LocalAdminGuard: this machine only)", () => {
+  let redis: TestRedis;
+  let app: INestApplication;
+  let url: string;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    ({ app, url } = await startBoardApp('express', { redis: redis.url }, { guard: LocalAdminGuard, allowForceRelease: true }));
+  });
+  afterAll(async () => {
+    await app?.close();
+    await redis?.stop();
+  });
+
+  it('a page of another site whose name was rebound to 127.0.0.1 can neither read the snapshot nor force-release', async () => {
+    const { port } = new URL(url);
+    const locks = app.get(LockService);
+    const lock = locks.getLock('sample:job');
+    await lock.lock({ leaseTime: 60_000 });
+    try {
+      const info = await locks.inspect('sample:job');
+      // What Chromium sends from http://rebind.attacker.example:<port>/ once that name resolves to 127.0.0.1.
+      const rebound = { Origin: `http://rebind.attacker.example:${port}`, 'Sec-Fetch-Site': 'same-origin' };
+      const post = (host: string, headers: Record<string, string>) =>
+        requestWithHost(
+          url,
+          host,
+          'POST',
+          '/api/lock-board/api/force-release',
+          { ...headers, 'Content-Type': 'application/json', 'X-Lock-Board': '1' },
+          JSON.stringify({ name: 'sample:job', kind: 'reentrant', fencingToken: info.fencingToken, ownerId: info.holders[0].ownerId }),
+        );
+      const read = await requestWithHost(url, `rebind.attacker.example:${port}`, 'GET', '/api/lock-board/api/snapshot', rebound);
+      expect(read.status).toBe(403);
+      expect(read.body).not.toContain('sample:job');
+      expect((await post(`rebind.attacker.example:${port}`, rebound)).status).toBe(403);
+      expect((await locks.inspect('sample:job')).fencingToken).toBe(info.fencingToken);
+      // The board's own page on this machine is let in.
+      expect((await requestWithHost(url, `localhost:${port}`, 'GET', '/api/lock-board/api/snapshot')).status).toBe(200);
+      expect((await post(`localhost:${port}`, { Origin: `http://localhost:${port}`, 'Sec-Fetch-Site': 'same-origin' })).status).toBe(200);
+    } finally {
+      await lock.forceUnlock().catch(() => undefined);
     }
   });
 });

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import { Injectable, type CanActivate, type ExecutionContext, type INestApplication, type LoggerService } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test, type TestingModule } from '@nestjs/testing';
@@ -51,17 +51,23 @@ export class HeaderOrCookieGuard implements CanActivate {
   }
 }
 
+/** The context Nest passes last (after an error's stack, when there is one). */
+const contextOf = (params: unknown[]): string | undefined => {
+  const last = params.at(-1);
+  return typeof last === 'string' ? last : undefined;
+};
+
 /** Collects what the apps log (the board's audit lines have the context `LockBoard`). */
 export class RecordingLogger implements LoggerService {
   readonly lines: Array<{ level: string; message: string; context?: string }> = [];
-  log(message: unknown, context?: string): void {
-    this.lines.push({ level: 'log', message: String(message), context });
+  log(message: unknown, ...params: unknown[]): void {
+    this.lines.push({ level: 'log', message: String(message), context: contextOf(params) });
   }
-  warn(message: unknown, context?: string): void {
-    this.lines.push({ level: 'warn', message: String(message), context });
+  warn(message: unknown, ...params: unknown[]): void {
+    this.lines.push({ level: 'warn', message: String(message), context: contextOf(params) });
   }
-  error(message: unknown, context?: string): void {
-    this.lines.push({ level: 'error', message: String(message), context });
+  error(message: unknown, ...params: unknown[]): void {
+    this.lines.push({ level: 'error', message: String(message), context: contextOf(params) });
   }
   debug(): void {}
   verbose(): void {}
@@ -127,6 +133,41 @@ export async function startOtherOrigin(pages: Record<string, string>): Promise<{
   return {
     origin: `http://127.0.0.1:${port}`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * A reverse proxy in front of `target` as nginx's `proxy_pass http://<target>;` with its defaults:
+ * `Host` becomes the upstream's (`proxy_set_header Host $proxy_host;`) and no `X-Forwarded-Host`.
+ */
+export async function startReverseProxy(target: string): Promise<{ origin: string; close(): Promise<void> }> {
+  const upstreamUrl = new URL(target);
+  const server: Server = createServer((incoming, outgoing) => {
+    const upstream = httpRequest(
+      {
+        host: upstreamUrl.hostname,
+        port: Number(upstreamUrl.port),
+        method: incoming.method,
+        path: incoming.url,
+        headers: { ...incoming.headers, host: upstreamUrl.host },
+      },
+      (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      },
+    );
+    upstream.on('error', () => outgoing.writeHead(502).end());
+    incoming.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

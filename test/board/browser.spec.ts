@@ -17,6 +17,7 @@ import {
   rowNamed,
   startBoardApp,
   startOtherOrigin,
+  startReverseProxy,
   startWorker,
   type BoardApp,
   type Platform,
@@ -270,18 +271,50 @@ describeInBrowser('lock board page in a browser', () => {
       await semaphoreRow.waitFor({ state: 'detached' });
     });
 
+    (platform === 'express' ? it : it.skip)('a long line shows its first waiters and how many more wait (waiterCount)', async () => {
+      const listed = name('line:listed');
+      const counted = name('line:counted');
+      await holdLock(listed);
+      await holdLock(counted);
+      const page = await open();
+      // The board lists the first 50 waiters of a line with waiterCount: here two of 20,000, and none of 7.
+      await page.route('**/api/snapshot**', async (route) => {
+        const response = await route.fetch();
+        const snapshot = (await response.json()) as { locks: Array<{ name: string; waiters?: unknown[]; waiterCount?: number }> };
+        for (const lock of snapshot.locks) {
+          if (lock.name === listed) Object.assign(lock, { waiters: [{ ownerId: 'c1:1' }, { ownerId: 'c2:2' }], waiterCount: 20_000 });
+          if (lock.name === counted) Object.assign(lock, { waiters: [], waiterCount: 7 });
+        }
+        await route.fulfill({ response, json: snapshot });
+      });
+      const listedRow = rowNamed(page, 'locks-table', listed);
+      await listedRow.getByTestId('more-waiters').waitFor();
+      await expect(listedRow.getByTestId('waiter').allTextContents()).resolves.toHaveLength(2);
+      await expect(listedRow.getByTestId('more-waiters').textContent()).resolves.toBe('\u2026 and 19,998 more waiting');
+      await expect(rowNamed(page, 'locks-table', counted).getByTestId('more-waiters').textContent()).resolves.toBe('7 waiting');
+      await page.unroute('**/api/snapshot**');
+    });
+
     it('hostile names show as text: markup stays text, invisible and control characters show as ⟨U+XXXX⟩', async () => {
       const markup = '<img src=x onerror=alert(1)>';
       const invisible = 'a\u200Bb\u0007c';
+      // Default-ignorable (U+E0100 VARIATION SELECTOR-17: astral, zero-width), private use and unassigned
+      // code points: a look-alike of invoice:42 that renders as invoice:42.
+      const lookalike = name('invoice:\u{E0100}42\uE000\u{E0080}');
       await holdLock(markup);
       await holdLock(invisible);
+      await holdLock(lookalike);
       const page = await open();
       const markupRow = rowNamed(page, 'locks-table', markup);
       const invisibleRow = rowNamed(page, 'locks-table', 'a⟨U+200B⟩b⟨U+0007⟩c');
+      const lookalikeRow = rowNamed(page, 'locks-table', name('invoice:⟨U+E0100⟩42⟨U+E000⟩⟨U+E0080⟩'));
       await markupRow.waitFor();
       await invisibleRow.waitFor();
+      await lookalikeRow.waitFor();
       await expect(markupRow.locator('th').textContent()).resolves.toBe(markup);
       await expect(invisibleRow.locator('th .cc').allTextContents()).resolves.toEqual(['U+200B', 'U+0007']);
+      // One marker per code point, with all its hex digits: the surrogate pair is not split.
+      await expect(lookalikeRow.locator('th .cc').allTextContents()).resolves.toEqual(['U+E0100', 'U+E000', 'U+E0080']);
       // No element came out of a name, no script ran.
       await expect(page.locator('img').count()).resolves.toBe(0);
       // The confirmation dialog names it as text too.
@@ -430,6 +463,23 @@ describeInBrowser('lock board page in a browser', () => {
       expect(info.locked).toBe(true);
       expect(info.fencingToken).toBe(token);
       expect(logs.lines.filter((line) => line.context === 'LockBoard' && line.message.includes(lockName))).toEqual([]);
+    });
+
+    it('behind a reverse proxy that rewrites Host (nginx defaults), force release from the page works: Sec-Fetch-Site decides', async () => {
+      const lockName = name('proxied:job');
+      await holdLock(lockName);
+      const proxy = await startReverseProxy(board.origin);
+      cleanups.push(() => proxy.close());
+      // The proxy's origin is another port of 127.0.0.1: the cookie goes along, as in a browser.
+      const page = await open(`${proxy.origin}/api/lock-board`);
+      const row = rowNamed(page, 'locks-table', lockName);
+      await row.waitFor();
+      const posted = page.waitForResponse((response) => response.url().endsWith('/api/force-release'));
+      await row.getByTestId('force-release').click();
+      await page.getByTestId('confirm-dialog').getByRole('button', { name: 'Confirm' }).click();
+      expect((await posted).status()).toBe(200);
+      await page.getByTestId('status').filter({ hasText: `${lockName}: released` }).waitFor();
+      expect((await worker.get(LockService).inspect(lockName)).locked).toBe(false);
     });
 
     it('axe-core finds no serious or critical violation with locks, semaphores and contention on the page (light and dark)', async () => {

@@ -3,7 +3,8 @@
  * `api/snapshot` (relative to this script's own URL, so any global prefix or proxy path works) and
  * renders the snapshot with DOM APIs only. Every string that comes from Redis (lock names, owner
  * ids, client names, hosts) is TEXT: it reaches the page through text nodes, never as markup, and
- * control, format and zero-width characters are shown as visible markers (⟨U+200B⟩).
+ * control, format, zero-width and other invisible characters are shown as visible markers
+ * (⟨U+200B⟩, ⟨U+E0100⟩).
  *
  * Times: the server's numbers are on the Redis server's clock. The page never compares them with
  * the browser's clock: a countdown is the server's value minus the time elapsed (performance.now())
@@ -22,8 +23,14 @@
   var FILTER_DEBOUNCE_MS = 300;
   var TICK_MS = 200;
 
-  /** Characters shown as a marker rather than as themselves (invisible, control, format, bidi). */
-  var INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\u00AD\u034F\u115F\u1160\u17B4\u17B5\u180B-\u180F\u3164\uFE00-\uFE0F\uFFA0]/u;
+  /**
+   * Characters shown as a marker rather than as themselves: controls, format characters (bidi,
+   * zero-width), line and paragraph separators, lone surrogates, private-use and unassigned code
+   * points, and every default-ignorable one (variation selectors up to U+E01EF, Hangul fillers, the
+   * soft hyphen, ...), which render as nothing and would make two names look alike. Tested one code
+   * point at a time (for...of), so an astral one is one marker with its whole code point.
+   */
+  var INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}\p{Cn}\p{Default_Ignorable_Code_Point}]/u;
 
   function findScriptUrl() {
     var scripts = document.getElementsByTagName('script');
@@ -297,7 +304,10 @@
 
   function waitersList(lock) {
     var waiters = lock.waiters || [];
-    if (waiters.length === 0) return el('span', 'muted', 'none');
+    // The board lists the first waiters of a long line; waiterCount says how many wait in all.
+    var more = typeof lock.waiterCount === 'number' ? Math.max(0, lock.waiterCount - waiters.length) : 0;
+    if (waiters.length === 0 && more === 0) return el('span', 'muted', 'none');
+    var shown = document.createDocumentFragment();
     var list = el('ol', 'waiters');
     waiters.forEach(function (waiter) {
       var item = el('li', 'waiter');
@@ -310,7 +320,13 @@
       }
       list.appendChild(item);
     });
-    return list;
+    if (waiters.length > 0) shown.appendChild(list);
+    if (more > 0) {
+      var rest = el('p', 'more-waiters muted', (waiters.length > 0 ? '\u2026 and ' : '') + formatCount(more) + (waiters.length > 0 ? ' more' : '') + ' waiting');
+      rest.setAttribute('data-testid', 'more-waiters');
+      shown.appendChild(rest);
+    }
+    return shown;
   }
 
   function nameHeader(name) {
