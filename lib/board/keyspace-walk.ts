@@ -4,6 +4,7 @@ import { escapeRedisGlob } from '../redis/redis-glob';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import type { LockEngine } from '../runtime/lock-engine';
 import { MatchBudget, type BoardFilter, type Matchable } from './board-filters';
+import { BOARD_WAITERS_PER_LOCK } from './lock-board.options';
 
 /** Keys SCAN looks at per call: small enough that one call never holds Redis up for long (about 1 ms). */
 const SCAN_COUNT = 1_000;
@@ -11,8 +12,6 @@ const SCAN_COUNT = 1_000;
 export const MAX_KNOWN_NAMES = 100_000;
 /** Past that, names a viewer filters for are still remembered, up to this many more. */
 export const MAX_FILTERED_OVERFLOW = 5_000;
-/** Waiters read per lock: a line of 20,000 is shown as its first ones and its length. */
-export const BOARD_WAITER_LIMIT = 50;
 /** Names looked at between two yields to the event loop (the app's leases are renewed on it). */
 const YIELD_EVERY = 2_000;
 
@@ -164,7 +163,7 @@ export class KeyspaceWalk {
       if (inspections >= this.locksPerRefresh) break;
       inspections += 1;
       const info = await this.inspect(found);
-      if (info.locked || (info.waiters?.length ?? 0) > 0) inspected.set(found, info);
+      if (info.locked || (info.waiterCount ?? info.waiters?.length ?? 0) > 0) inspected.set(found, info);
       else {
         // Gone (released, expired): forgotten until a pass finds it again.
         this.current.delete(key);
@@ -205,10 +204,12 @@ export class KeyspaceWalk {
     return views;
   }
 
+  /** One lock as `inspect()` reads it, its line cut to its first waiters (a line of 20,000 is one short script). */
   private inspect(found: Found): Promise<LockInfo> {
-    if (found.kind === 'readWrite') return this.inspector.inspectReadWrite(found.name);
-    if (found.kind === 'semaphore') return this.inspector.inspectSemaphore(found.name);
-    return this.inspector.inspectLock(found.name, 'reentrant');
+    const options = { waiterLimit: BOARD_WAITERS_PER_LOCK };
+    if (found.kind === 'readWrite') return this.inspector.inspectReadWrite(found.name, options);
+    if (found.kind === 'semaphore') return this.inspector.inspectSemaphore(found.name, options);
+    return this.inspector.inspectLock(found.name, 'reentrant', options);
   }
 
   private async keyspaceSize(masters: RedisClient[]): Promise<number | undefined> {

@@ -8,9 +8,6 @@ export const BOARD_GUARD_REQUIRED =
   'LockBoardModule option "guard" is required: a Nest guard (a class or an instance with canActivate) that decides who may see the board, ' +
   'or guard: false to open it to anyone who can reach the app (local development only)';
 
-export const BOARD_GUARD_OFF = (path: string): string =>
-  `The lock board at "${path}" has no guard (guard: false): anyone who can reach this app sees every lock name and holder. Use it for local development only.`;
-
 export const BOARD_NEEDS_LOCK_MODULE =
   'LockBoardModule needs LockModule in the same application: import LockModule.forRoot(...) (or forRootAsync) beside LockBoardModule.forRoot(...)';
 
@@ -28,14 +25,6 @@ export const BOARD_BAD_RELEASE = (field: string, expected: string, value: unknow
   `Force release: "${field}" must be ${expected} (got ${show(value)})`;
 
 export const BOARD_READ_HOLD = 'Force release: a read hold has no fencing token, so the board cannot name it safely; release the write hold, or use forceUnlock() in code';
-
-export const BOARD_RELEASE_REFUSED = (name: string, token: number): string =>
-  `Not released: ${quoteName(name)} is no longer held with fencing token ${token} (it was released, or taken again since the board showed it)`;
-
-export const BOARD_RELEASED_LOG = (kind: string, name: string, ownerId: string, token: number, who: string, released: boolean): string =>
-  `force release of ${kind} ${quoteName(name)} (holder ${JSON.stringify(ownerId)}, fencing token ${token}) by ${who}: ${
-    released ? 'released' : 'refused, the hold had changed'
-  }`;
 
 export const BOARD_WALK_PARTIAL = (scanned: number, total: number | undefined): string =>
   total && total > 0

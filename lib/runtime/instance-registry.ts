@@ -45,6 +45,9 @@ export function contentionKeyOf(instanceKey: string): string {
   return `${instanceKey}:contention`;
 }
 
+/** The fields of an instance's identity (what `inspect()` reports of it). */
+const IDENTITY_FIELDS = ['clientId', 'clientName', 'host', 'pid', 'startedAt'] as const;
+
 /** The client id of an owner id (`clientId:n`). */
 export function clientIdOf(ownerId: string): string {
   const colon = ownerId.lastIndexOf(':');
@@ -154,7 +157,9 @@ export class InstanceRegistry {
           found.set(clientId, this.self);
           return;
         }
-        const info = parseInstance(await withTimeout(this.client.hgetall(InstanceRegistry.keyOf(this.keyPrefix, clientId)), this.commandTimeout));
+        // The identity fields only: whatever else an instance key may carry is not read.
+        const values = await withTimeout(this.client.hmget(InstanceRegistry.keyOf(this.keyPrefix, clientId), ...IDENTITY_FIELDS), this.commandTimeout);
+        const info = parseInstance(IDENTITY_FIELDS.flatMap((field, i) => (values[i] == null ? [] : [field, values[i] as string])));
         if (info) found.set(clientId, info);
       }),
     );
