@@ -24,8 +24,11 @@
 -- ARGV[6]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[7]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- ARGV[8]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing)
--- Returns  nil when acquired or re-entered (by readers, or by the writer itself: a downgrade),
---          otherwise the lock's remaining TTL in ms
+-- Returns  when acquired or re-entered: nil when the owner does not hold the write lock, {fence}
+--          (the write hold's fencing token, the hash's field fence) when it does (a read inside
+--          its write: a downgrade); an owner whose process counts a write hold learns this way that
+--          the write ended in Redis (docs/architecture.md#release-records). Otherwise the
+--          lock's remaining TTL in ms
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
 local lineKey = KEYS[3]
@@ -90,6 +93,9 @@ if mayRead or writer == ownerId or (mode == 'read' and redis.call('hexists', rwK
   redis.call('zadd', leasesKey, 'gt', now + leaseMs, ownerId)
   -- #include rw-expire-with-longest-lease
   -- #include line-drop-own-entry
+  if writer == ownerId then
+    return { tonumber(redis.call('hget', rwKey, 'fence')) or 0 }
+  end
   return nil
 end
 

@@ -30,6 +30,11 @@ export interface Grant {
    * this waiter (its holder makes it the full lease once it hears of it).
    */
   readonly grantedLeaseMs?: number;
+  /**
+   * A read-write lock's read grant to an owner that holds the write lock too (a downgrade): the write
+   * hold's fencing token (0 when Redis has none for it). Absent: Redis says the owner is no writer.
+   */
+  readonly writerFence?: number;
 }
 
 /**

@@ -9,7 +9,7 @@ import type { WaitKind, WaitMode } from '../deadlocks/wait-node';
 import type { Grant } from './acquisition';
 import type { ForceUnlockOptions, LockOptions } from './lock';
 import { forceReleaseToken } from '../validators';
-import { FORCE_RELEASE_NO_TOKEN } from '../lock.messages';
+import { FORCE_RELEASE_NO_TOKEN, LOCK_LOST, LOST_NEW_EPISODE, LOST_WRITE_ENDED } from '../lock.messages';
 
 export type ReadWriteMode = 'read' | 'write';
 
@@ -35,6 +35,33 @@ const renewScript = LuaScript.named('rw-renew');
 const leaveScript = LuaScript.named('rw-line-leave');
 const holdCountScript = LuaScript.named('rw-hold-count');
 const forceReleaseScript = LuaScript.named('rw-force-release');
+
+/**
+ * The watchdog's (and `minHoldTime`'s, a multi-lock's re-arm's) call to rw-renew.lua for one owner.
+ * Its arguments are read at each call: while the owner's hold record counts write holds, Redis is
+ * asked to confirm the owner is still the writer, so a write that ended in Redis is found lost even
+ * when a read hold of the owner remains there (a read alone would otherwise keep renewing). Once the
+ * record's signal aborted (its bodies were told), whatever the owner still holds is renewed as any
+ * hold is, until released.
+ */
+class ReadWriteRenewal implements ScriptCall {
+  readonly script = renewScript;
+  readonly keys: readonly string[];
+
+  constructor(
+    private readonly view: ReadWriteLockView,
+    private readonly leaseMs: number,
+    private readonly extendOnly: 0 | 1,
+  ) {
+    this.keys = [view.lockKey, LockKeys.readWriteLeases(view.lockKey)];
+  }
+
+  get args(): Array<number | string> {
+    const hold = this.view.hold;
+    const writerRequired = hold !== undefined && hold.writeHolds > 0 && !hold.aborted;
+    return [this.leaseMs, this.view.ownerId, this.extendOnly, writerRequired ? 1 : 0];
+  }
+}
 
 /**
  * One view (read or write) of a read-write lock (docs/architecture.md#read-write). Both views of one owner share its hold
@@ -114,6 +141,8 @@ export class ReadWriteLockView extends BaseLock {
             ticket,
           );
     if (result === UPGRADE_REFUSED) throw new LockUpgradeError(this.name);
+    // A read grant answers {fence} when its owner holds the write lock too (rw-read-acquire.lua).
+    if (this.mode === 'read' && Array.isArray(result)) return { fencingToken: undefined, writerFence: Number(result[0]) || 0 };
     return attemptResult(result);
   }
 
@@ -133,10 +162,34 @@ export class ReadWriteLockView extends BaseLock {
 
   /** @internal Counts a write hold on the owner's shared hold record (a reader waits only for those). */
   override held(grant: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): boolean {
+    if (this.mode === 'read') this.endedWriteFound(grant);
     const held = super.held(grant, leaseMs, options, grantSentAt);
     const hold = this.hold;
     if (hold && this.mode === 'write') hold.writeHolds += 1;
     return held;
+  }
+
+  /**
+   * A read grant counted on a hold record that counts write holds is a downgrade only if Redis says
+   * the owner is still that writer. Otherwise the write had ended in Redis (deleted, flushed, lost
+   * with a restart) before the watchdog could tell, and Redis granted a new read hold: counting it as
+   * a downgrade would hide the loss (a read grant has no token for \`endedEpisodeFound\` to compare),
+   * and the writer's bodies would go on beside other processes' readers. They are told now (the
+   * record's signal aborts), as \`endedEpisodeFound\` does; the read is counted on the same record, so
+   * the body that took it starts told too, and the release that ends the count releases it.
+   */
+  private endedWriteFound(grant: Grant): void {
+    const counted = this.hold;
+    if (!counted || counted.writeHolds === 0 || counted.aborted) return;
+    const { writerFence } = grant;
+    let reason: string | undefined;
+    if (writerFence === undefined) reason = LOST_WRITE_ENDED;
+    // The owner writes again, in another episode than the one counted here (never seen so far: a
+    // write grant with a new token is found by \`endedEpisodeFound\` first).
+    else if (writerFence !== 0 && counted.fencingToken !== undefined && writerFence !== counted.fencingToken) reason = LOST_NEW_EPISODE;
+    if (reason === undefined) return;
+    counted.lose(reason);
+    this.engine.logger.warn(LOCK_LOST(this.name, reason));
   }
 
   override unlock(): Promise<void> {
@@ -152,7 +205,7 @@ export class ReadWriteLockView extends BaseLock {
   }
 
   protected renewalCall(leaseMs: number, exact = false): ScriptCall {
-    return { script: renewScript, keys: [this.lockKey, this.leasesKey], args: [leaseMs, this.ownerId, exact ? 0 : 1] };
+    return new ReadWriteRenewal(this, leaseMs, exact ? 0 : 1);
   }
 
 

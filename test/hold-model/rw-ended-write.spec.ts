@@ -136,6 +136,29 @@ describe.each(ENGINES())('hold model: a read does not hide the end of its owner\
       await releasesSettled(watchedApp);
     });
 
+    it('a real downgrade is not taken for a loss: write, read inside it, write released, renewed for several periods', async () => {
+      const name = 'rw-downgrade-kept';
+      const lock = watchedApp.get(ReadWriteLockService).getReadWriteLock(name);
+      await lock.writeLock().lock();
+      const signal = (lock.writeLock() as unknown as OwnedLock).runContext().signal;
+      await lock.readLock().lock();
+      await new Promise((resolve) => setTimeout(resolve, 2 * watchdogTimeout));
+      expect(signal.aborted).toBe(false);
+      await lock.writeLock().unlock();
+      await new Promise((resolve) => setTimeout(resolve, 2 * watchdogTimeout));
+      expect(signal.aborted).toBe(false);
+      expect(await lock.readLock().getHoldCount()).toBe(1);
+      // Another process reads beside the downgraded owner; a writer of its own still waits.
+      const foreign = otherApp.get(ReadWriteLockService).getReadWriteLock(name);
+      expect(await foreign.readLock().tryLock()).toBe(true);
+      expect(await otherApp.get(ReadWriteLockService).getReadWriteLock(name).writeLock().tryLock()).toBe(false);
+      await foreign.readLock().unlock();
+      await lock.readLock().unlock();
+      await releasesSettled(watchedApp);
+      await releasesSettled(otherApp);
+      expect(await redis.exists(rwKey(name))).toBe(0);
+    });
+
     it('a renewal finds the write gone although a read of the owner remains in Redis', async () => {
       const name = 'rw-ended-watchdog-read-remains';
       const lock = watchedApp.get(ReadWriteLockService).getReadWriteLock(name);
