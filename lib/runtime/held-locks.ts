@@ -199,6 +199,8 @@ export class HeldLocks {
   private count = 0;
   private onFirstHold: (() => void) | undefined;
   private onLeaseEnded: ((hold: HeldLock) => void) | undefined;
+  /** How often the watchdog renews (ms): a kept hold with less lease than two rounds left ends by its own timer. */
+  private renewalIntervalMs = 0;
 
   /** Called when the registry goes from empty to holding something (starts the watchdog). */
   whenFirstHeld(callback: () => void): void {
@@ -218,9 +220,14 @@ export class HeldLocks {
     return this.holds.get(lockKey);
   }
 
-  /** Called when a hold that no renewal keeps alive reaches the end of its lease. */
-  whenLeaseEnds(callback: (hold: HeldLock) => void): void {
+  /**
+   * Called when a hold reaches the end of its lease with no renewal to keep it: one that no renewal
+   * keeps alive, or a watchdog-kept one (renewed every `renewalIntervalMs`) that was granted with
+   * too little lease left for the next round to renew it in time.
+   */
+  whenLeaseEnds(callback: (hold: HeldLock) => void, renewalIntervalMs = 0): void {
     this.onLeaseEnded = callback;
+    this.renewalIntervalMs = renewalIntervalMs;
   }
 
   /** Records one more hold (with its own lease: see `HeldLock`). */
@@ -281,7 +288,7 @@ export class HeldLocks {
    */
   renewed(hold: HeldLock, sentAt: number, leaseMs: number): void {
     hold.extendLease(sentAt, leaseMs);
-    if (!hold.awaitingConfirmation) return;
+    if (!hold.awaitingConfirmation && hold.leaseEndTimer === undefined) return;
     hold.awaitingConfirmation = false;
     this.leaseChanged(hold);
   }
@@ -309,14 +316,20 @@ export class HeldLocks {
 
   /**
    * A hold that no renewal keeps alive ends locally at its lease's end (less the drift margin), so
-   * its signal aborts before Redis lets the next owner in, not at the watchdog's next round.
+   * its signal aborts before Redis lets the next owner in, not at the watchdog's next round. So does
+   * a watchdog-kept hold with less than two rounds of lease left (a grant handled late: a stalled
+   * event loop between the attempt's write and its reply ate most of the lease, which runs from the
+   * send): the next round may come after Redis let the lease end. A renewal that gets through
+   * re-arms it (`renewed`), and in the usual case (a grant handled within a trip, a round every third
+   * of the lease) no timer is armed at all.
    */
   leaseChanged(hold: HeldLock): void {
     clearTimeout(hold.leaseEndTimer);
     hold.leaseEndTimer = undefined;
-    if ((hold.renewedHolds > 0 && !hold.awaitingConfirmation) || !this.onLeaseEnded) return;
-    const onLeaseEnded = this.onLeaseEnded;
+    if (!this.onLeaseEnded) return;
     const ms = hold.expiresAt - leaseDriftMs(hold.leaseMs) - monotonicNow();
+    if (hold.renewedHolds > 0 && !hold.awaitingConfirmation && ms >= 2 * this.renewalIntervalMs) return;
+    const onLeaseEnded = this.onLeaseEnded;
     hold.leaseEndTimer = setTimeout(() => {
       hold.leaseEndTimer = undefined;
       if (this.isCurrent(hold)) onLeaseEnded(hold);

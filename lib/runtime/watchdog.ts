@@ -47,10 +47,13 @@ export class Watchdog {
   ) {
     holds.whenFirstHeld(() => this.start());
     // A lease-end timer ends a fixed leaseTime (expected: no warning) or a hand-over's short grant
-    // lease that no confirmation got through to make the full lease (a fault: warned).
-    holds.whenLeaseEnds((hold) =>
-      hold.awaitingConfirmation ? this.lose(hold, LOST_HAND_OVER_UNCONFIRMED) : this.lose(hold, LOST_LEASE_TIME_RAN_OUT, false),
-    );
+    // lease that no confirmation got through to make the full lease (a fault: warned), or a
+    // watchdog-kept hold granted with too little lease left for the next round (a fault: warned).
+    holds.whenLeaseEnds((hold) => {
+      if (hold.awaitingConfirmation) this.lose(hold, LOST_HAND_OVER_UNCONFIRMED);
+      else if (hold.renewedHolds > 0 && hold.renewal) this.lose(hold, LOST_LEASE_RAN_OUT_UNRENEWED);
+      else this.lose(hold, LOST_LEASE_TIME_RAN_OUT, false);
+    }, intervalMs);
   }
 
   /** Runs `beat` with every round and keeps the rounds going while nothing is held. */
@@ -146,7 +149,7 @@ export class Watchdog {
       failure = error;
     }
     if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
-    if (renewed === true) hold.extendLease(startedAt, hold.renewalLeaseMs);
+    if (renewed === true) this.holds.renewed(hold, startedAt, hold.renewalLeaseMs);
     else if (renewed === false) this.lose(hold, LOST_RENEWAL_FOUND_GONE);
     else {
       this.roundFailed = true;
