@@ -4,7 +4,8 @@
  * against this library, and writes bench/RESULTS.md (full runs only).
  *
  * Environment: BENCH_QUICK=1 (small sizes, one repetition), BENCH_REPS=n, BENCH_ADAPTERS=id,id,
- * BENCH_WORKLOADS=w1,w3 (`cost`: the cost-per-operation section, workloads/cost.ts), REDIS_URL=redis://127.0.0.1:port (a server the bench may FLUSHALL),
+ * BENCH_WORKLOADS=w1,w3 (`cost`: the cost-per-operation section, workloads/cost.ts; `board`: the lock board's cost per
+ * refresh, workloads/board-cost.ts, only when asked), REDIS_URL=redis://127.0.0.1:port (a server the bench may FLUSHALL),
  * BENCH_NO_PIN=1, BENCH_RTT_MS=0.5 (every client and floor through a delay relay with that round
  * trip; its figures go to a RESULTS.md section of their own, see harness/real-network-section.ts).
  * `node dist/bench/run.js --from dist/bench/last-run.json` only re-renders the report (and
@@ -35,6 +36,7 @@ import { runW4 } from './workloads/w4-handoff';
 import { runW6Section, W6_HEADING } from './workloads/w6-semaphore';
 import { MEMORY_HEADING, runMemorySection } from './workloads/memory-per-name';
 import { keptCostSection, renderCostFrom, runCostSection } from './workloads/cost';
+import { keptBoardSection, runBoardSection } from './workloads/board-cost';
 
 const BENCH_SOURCES = join(__dirname, '..', '..', 'bench');
 const RESULTS_FILE = join(BENCH_SOURCES, 'RESULTS.md');
@@ -42,6 +44,7 @@ const RESULTS_FILE = join(BENCH_SOURCES, 'RESULTS.md');
 const CLOSING_NOTE_FILE = join(BENCH_SOURCES, 'closing-note.md');
 const RAW_FILE = join(__dirname, 'last-run.json');
 const COST_RAW_FILE = join(__dirname, 'last-cost-run.json');
+const BOARD_RAW_FILE = join(__dirname, 'last-board-run.json');
 
 function chosenSettings(): BenchSettings {
   const base = process.env.BENCH_QUICK === '1' ? QUICK : FULL;
@@ -142,12 +145,17 @@ async function main(): Promise<void> {
   pinSelf();
   const network = networkModeFromEnv();
   const settings = chosenSettings();
-  // `cost` is a section of its own (workloads/cost.ts), with its own adapters and server.
-  const costWanted = (process.env.BENCH_WORKLOADS ?? '').split(',').map((w) => w.trim()).includes('cost');
-  if (costWanted) process.env.BENCH_WORKLOADS = process.env.BENCH_WORKLOADS!.split(',').filter((w) => w.trim() !== 'cost').join(',');
-  if (costWanted && !process.env.BENCH_WORKLOADS) {
-    if (network.kind === 'relay') throw new Error('the cost workload runs on loopback only (unset BENCH_RTT_MS)');
-    return runCostSection(process.env.BENCH_WRITE === '1', RESULTS_FILE, COST_RAW_FILE, log);
+  // `cost` is a section of its own (workloads/cost.ts), with its own adapters and server; so is
+  // `board` (workloads/board-cost.ts), which runs only when asked for.
+  const asked = (process.env.BENCH_WORKLOADS ?? '').split(',').map((w) => w.trim());
+  const costWanted = asked.includes('cost');
+  const boardWanted = asked.includes('board');
+  if (costWanted || boardWanted) process.env.BENCH_WORKLOADS = asked.filter((w) => w !== 'cost' && w !== 'board').join(',');
+  if ((costWanted || boardWanted) && !process.env.BENCH_WORKLOADS) {
+    if (network.kind === 'relay') throw new Error('the cost and board workloads run on loopback only (unset BENCH_RTT_MS)');
+    if (costWanted) await runCostSection(process.env.BENCH_WRITE === '1', RESULTS_FILE, COST_RAW_FILE, log);
+    if (boardWanted) await runBoardSection(process.env.BENCH_WRITE === '1', RESULTS_FILE, BOARD_RAW_FILE, log);
+    return;
   }
   const adapterIds = listFromEnv('BENCH_ADAPTERS', ADAPTERS.map((a) => a.id));
   const workloads = listFromEnv('BENCH_WORKLOADS', WORKLOADS);
@@ -247,6 +255,7 @@ async function main(): Promise<void> {
   if (costWanted || (fullRun && process.env.BENCH_COST !== '0')) {
     await runCostSection(fullRun || process.env.BENCH_WRITE === '1', RESULTS_FILE, COST_RAW_FILE, log);
   }
+  if (boardWanted) await runBoardSection(process.env.BENCH_WRITE === '1', RESULTS_FILE, BOARD_RAW_FILE, log);
   if (process.env.BENCH_MEMORY !== '0') await runMemorySection(fullRun || process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
   if (process.env.BENCH_W6 !== '0') await runW6Section(fullRun || process.env.BENCH_WRITE === '1', RESULTS_FILE, log);
 }
@@ -275,9 +284,11 @@ function report(collected: Collected, writeResults: boolean): void {
     const realNetwork = keptRealNetworkSections(previous);
     // And the cost section (BENCH_WORKLOADS=cost), which sits between those and the memory section.
     const cost = keptCostSection(previous);
+    // And the lock board's section (BENCH_WORKLOADS=board), right after the cost section.
+    const board = keptBoardSection(previous);
     writeFileSync(
       RESULTS_FILE,
-      `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.ts); bench/README.md says what each workload does.\n\n${body}\n${note}${realNetwork}${cost}${memory}${w6}`,
+      `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.ts); bench/README.md says what each workload does.\n\n${body}\n${note}${realNetwork}${cost}${board}${memory}${w6}`,
     );
     log(`wrote ${RESULTS_FILE}`);
   } else log('partial or quick run: bench/RESULTS.md left as it was (BENCH_WRITE=1 to write it anyway)');
