@@ -11,10 +11,10 @@
 local indexKey = KEYS[1]
 local limit = tonumber(ARGV[1])
 local instancePrefix = ARGV[2]
-local identityFields = { 'clientId', 'clientName', 'host', 'pid', 'startedAt' }
 
 -- #include server-clock
 -- #include instance-index-prune
+-- #include instance-identity
 
 local live = redis.call('zrangebyscore', indexKey, '(' .. string.format('%.0f', now), '+inf', 'withscores', 'limit', 0, limit + 1)
 local more = 0
@@ -25,15 +25,7 @@ for i = 1, #live, 2 do
     break
   end
   local fields = {}
-  if instancePrefix ~= '' then
-    local values = redis.call('hmget', instancePrefix .. '{' .. live[i] .. '}', unpack(identityFields))
-    for f, field in ipairs(identityFields) do
-      if values[f] then
-        table.insert(fields, field)
-        table.insert(fields, values[f])
-      end
-    end
-  end
+  if instancePrefix ~= '' then fields = instanceIdentity(live[i]) end
   table.insert(listed, live[i])
   table.insert(listed, tonumber(live[i + 1]))
   table.insert(listed, fields)

@@ -51,29 +51,11 @@ export class HeaderOrCookieGuard implements CanActivate {
   }
 }
 
-/** The context Nest passes last (after an error's stack, when there is one). */
-const contextOf = (params: unknown[]): string | undefined => {
-  const last = params.at(-1);
-  return typeof last === 'string' ? last : undefined;
-};
-
 /** Collects what the apps log (the board's audit lines have the context `LockBoard`). */
-export class RecordingLogger implements LoggerService {
-  readonly lines: Array<{ level: string; message: string; context?: string }> = [];
-  log(message: unknown, ...params: unknown[]): void {
-    this.lines.push({ level: 'log', message: String(message), context: contextOf(params) });
-  }
-  warn(message: unknown, ...params: unknown[]): void {
-    this.lines.push({ level: 'warn', message: String(message), context: contextOf(params) });
-  }
-  error(message: unknown, ...params: unknown[]): void {
-    this.lines.push({ level: 'error', message: String(message), context: contextOf(params) });
-  }
-  debug(): void {}
-  verbose(): void {}
-}
+export { LogCapture as RecordingLogger } from './board-app';
 
-export type Platform = 'express' | 'fastify';
+import type { Platform } from './board-app';
+export type { Platform };
 
 export interface BoardApp {
   readonly app: INestApplication;
