@@ -43,7 +43,7 @@ export interface WalkResult {
   readonly complete: boolean;
   /** Keys in the keyspace (DBSIZE, summed over masters), when the view is partial. */
   readonly keyspaceSize: number | undefined;
-  /** The walk stopped remembering names (`MAX_KNOWN_NAMES`). */
+  /** This refresh met names it could not remember (past `MAX_KNOWN_NAMES`, not asked for by a filter). */
   readonly namesFull: boolean;
 }
 
@@ -66,6 +66,8 @@ export class KeyspaceWalk {
   /** Names seen in the pass under way, and in the last complete one (key -> found). */
   private current = new Map<string, Found>();
   private previous = new Map<string, Found>();
+  /** Whether this refresh met a name it could not remember (the memory was full). */
+  private dropped = false;
 
   constructor(
     private readonly engine: LockEngine,
@@ -85,6 +87,7 @@ export class KeyspaceWalk {
     const pattern = `${escapeRedisGlob(this.engine.options.keyPrefix)}*`;
     let scanned = 0;
     let finishedPass = false;
+    this.dropped = false;
     while (scanned < this.keysPerRefresh) {
       const node = masters[this.master];
       const count = Math.min(SCAN_COUNT, this.keysPerRefresh - scanned);
@@ -109,7 +112,7 @@ export class KeyspaceWalk {
     const known = this.known();
     const { inspected, inspections } = await this.inspectKnown(known, filters, budget);
     const views = await this.views(known, inspected, filters, budget);
-    return { views, keysScanned: scanned, inspections, complete, keyspaceSize, namesFull: known.size >= this.memory.names };
+    return { views, keysScanned: scanned, inspections, complete, keyspaceSize, namesFull: this.dropped };
   }
 
   private restartPass(masters: number): void {
@@ -132,7 +135,10 @@ export class KeyspaceWalk {
     const { names, filteredOverflow } = this.memory;
     if (this.current.size >= names) {
       // Full: only names a viewer filters for, so that narrowing the filter does show them.
-      if (this.current.size >= names + filteredOverflow || !filters.some((filter) => filter.verdict(found, budget))) return;
+      if (this.current.size >= names + filteredOverflow || !filters.some((filter) => filter.verdict(found, budget))) {
+        this.dropped = true;
+        return;
+      }
     }
     this.current.set(key, found);
   }
