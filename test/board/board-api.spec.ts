@@ -1,4 +1,4 @@
-import type { INestApplication } from '@nestjs/common';
+import { Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { FairLockService, LockModule, LockService, ReadWriteLockService, SemaphoreService } from '../../lib';
@@ -586,5 +586,61 @@ describe('lock board on the testing kit (no Redis)', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('lock board: forRootAsync', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('takes its path from the call and the rest (a guard class included) from the factory', async () => {
+    const SETTINGS = Symbol('settings');
+    @Module({ providers: [{ provide: SETTINGS, useValue: { forceRelease: true } }, TokenGuard], exports: [SETTINGS, TokenGuard] })
+    class SettingsModule {}
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        LockModule.forRoot({ redis: redis.url }),
+        LockBoardModule.forRootAsync({
+          path: 'ops/locks',
+          imports: [SettingsModule],
+          inject: [SETTINGS],
+          useFactory: (settings: { forceRelease: boolean }) => ({ guard: TokenGuard, allowForceRelease: settings.forceRelease, refreshMs: 500 }),
+        }),
+      ],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+    try {
+      const { port } = app.getHttpServer().address() as { port: number };
+      const base = `http://127.0.0.1:${port}/ops/locks`;
+      expect((await fetch(base)).status).toBe(403);
+      const page = await fetch(base, { headers: AUTH });
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('src="locks/board.js"');
+      const view = (await (await fetch(`${base}/api/snapshot`, { headers: AUTH })).json()) as BoardSnapshot;
+      expect(view).toMatchObject({ forceRelease: true, refreshMs: 500 });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a factory that returns no guard fails the start, naming the option', async () => {
+    const start = async () => {
+      const moduleRef = await Test.createTestingModule({
+        imports: [LockModule.forRoot({ redis: redis.url }), LockBoardModule.forRootAsync({ useFactory: () => ({}) as never })],
+      }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      try {
+        await app.init();
+      } finally {
+        await app.close();
+      }
+    };
+    await expect(start()).rejects.toThrow(/option "guard" is required/);
   });
 });
