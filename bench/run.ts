@@ -36,7 +36,8 @@ import { runW4 } from './workloads/w4-handoff';
 import { runW6Section, W6_HEADING } from './workloads/w6-semaphore';
 import { MEMORY_HEADING, runMemorySection } from './workloads/memory-per-name';
 import { keptCostSection, renderCostFrom, runCostSection } from './workloads/cost';
-import { keptBoardSection, runBoardSection } from './workloads/board-cost';
+import { runBoardSection } from './workloads/board-cost';
+import { keptBoardSection } from './workloads/board-report';
 
 const BENCH_SOURCES = join(__dirname, '..', '..', 'bench');
 const RESULTS_FILE = join(BENCH_SOURCES, 'RESULTS.md');
