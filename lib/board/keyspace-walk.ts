@@ -1,7 +1,7 @@
 import type { LockInfo } from '../introspection/lock-info';
 import type { LockInspector } from '../introspection/lock-inspector';
 import { escapeRedisGlob } from '../redis/redis-glob';
-import { isCluster, type RedisClient } from '../redis/redis-client';
+import type { RedisClient } from '../redis/redis-client';
 import type { LockEngine } from '../runtime/lock-engine';
 import { MatchBudget, type BoardFilter, type Matchable } from './board-filters';
 import { BOARD_WAITERS_PER_LOCK } from './lock-board.options';
@@ -80,7 +80,7 @@ export class KeyspaceWalk {
 
   /** One refresh: walk on within the budget, then inspect the known names (the filters' first). */
   async refresh(filters: readonly BoardFilter[], budget = new MatchBudget()): Promise<WalkResult> {
-    const masters = this.masters();
+    const masters = this.inspector.masters();
     if (this.cursors.length !== masters.length) this.restartPass(masters.length);
     const startedFresh = !this.passStarted;
     this.passStarted = true;
@@ -225,10 +225,5 @@ export class KeyspaceWalk {
     } catch {
       return undefined;
     }
-  }
-
-  private masters(): RedisClient[] {
-    const { client } = this.engine;
-    return isCluster(client) ? (client.nodes('master') as RedisClient[]) : [client];
   }
 }

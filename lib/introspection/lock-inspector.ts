@@ -256,7 +256,8 @@ export class LockInspector {
     return { serverTime, instances: result, more };
   }
 
-  private masters(): RedisClient[] {
+  /** The servers a walk of every key goes over: each master of a cluster, else the one client. */
+  masters(): RedisClient[] {
     const { client } = this.engine;
     return isCluster(client) ? (client.nodes('master') as RedisClient[]) : [client];
   }
