@@ -644,7 +644,13 @@ export class Acquisition<R> implements Sleeper {
       contender.engine.deadlocks.unwatch(waitNode);
     }
     if (waiter) contender.room.leave(waiter, acquired);
-    if (this.foundBusy) this.countContention(failed);
+    if (this.foundBusy) {
+      try {
+        this.countContention(failed);
+      } catch {
+        // A count for the lock board never stands between an acquisition and its outcome.
+      }
+    }
     const settle = (): void => {
       if (failed) this.reject(result);
       else this.resolve(result as R);
