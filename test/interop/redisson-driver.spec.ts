@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
-import { redisServerBin } from '../support/redis-binaries';
+import { clusterUnsupportedReason, redisServerBin } from '../support/redis-binaries';
+import { shardSubscribers, startRedisCluster, TestRedisCluster } from '../support/redis-cluster';
 import { startRedisBinary, TestRedis } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
 import { buildRedissonDriver, RedissonCommandError, RedissonProcess, redissonVersionsUnderTest } from './redisson';
@@ -267,5 +268,98 @@ describeInterop.each(versions)(title, (version) => {
     } finally {
       await doomed.kill();
     }
+  });
+});
+
+/**
+ * The same driver in Redisson's cluster mode on a 3-master Redis Cluster: with the default
+ * `shardedSubscriptionMode` AUTO on Redis 7+, Java waits on SSUBSCRIBE and wakes on SPUBLISH.
+ */
+const clusterSkip = enabled ? clusterUnsupportedReason() : undefined;
+const describeCluster = enabled && !clusterSkip ? describe : describe.skip;
+const clusterTitle = enabled
+  ? clusterSkip
+    ? `Redisson %s on a Redis Cluster [${clusterSkip}]`
+    : 'Redisson %s on a Redis Cluster'
+  : 'Redisson %s on a Redis Cluster [skipped: set INTEROP=1 to run]';
+
+describeCluster.each(versions)(clusterTitle, (version) => {
+  let cluster: TestRedisCluster;
+  let a: RedissonProcess;
+  let b: RedissonProcess;
+  let n = 0;
+  const fresh = (what: string): string => `interop:${version}:cluster-${what}:${++n}`;
+
+  beforeAll(async () => {
+    buildRedissonDriver(version);
+    cluster = await startRedisCluster(3);
+    const nodes = cluster.masters.map((m) => m.url);
+    [a, b] = await Promise.all([
+      RedissonProcess.start({ version, cluster: nodes, watchdogMs: WATCHDOG_MS }),
+      RedissonProcess.start({ version, cluster: nodes, watchdogMs: WATCHDOG_MS }),
+    ]);
+  }, 600_000);
+
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+    await cluster?.stop();
+  });
+
+  it('a Java waiter waits on a sharded subscription on the lock\'s master and is woken at once by the release', async () => {
+    const name = fresh('wake');
+    const channel = `redisson_lock__channel:{${name}}`;
+    const master = await cluster.masterOf(name);
+    await a.holder('w1').lock(name, { leaseMs: 30_000 });
+    expect(await b.holder('w2').tryLock(name, 0)).toBe(false);
+    let acquiredAt = 0;
+    const waiting = b.holder('w1').lock(name, { leaseMs: 30_000, timeoutMs: 40_000 }).then(() => (acquiredAt = Date.now()));
+    await waitFor(async () => (await shardSubscribers(master, channel)) >= 1, { what: `a sharded subscriber on ${channel}` });
+    const plain = master.client();
+    expect(((await plain.call('PUBSUB', 'NUMSUB', channel)) as [string, number])[1]).toBe(0);
+    plain.disconnect();
+    const releasedAt = Date.now();
+    await a.holder('w1').unlock(name);
+    await waiting;
+    expect(acquiredAt - releasedAt).toBeLessThan(2_000);
+    await b.holder('w1').unlock(name);
+  });
+
+  it('fair order, read/write and a semaphore wake work in cluster mode too', async () => {
+    const fair = fresh('fair');
+    await a.holder('f0').fairLock(fair);
+    const order: string[] = [];
+    const waiters = [b.holder('f1'), a.holder('f2')];
+    const done: Promise<void>[] = [];
+    for (const [i, waiter] of waiters.entries()) {
+      done.push(
+        waiter.fairLock(fair, { timeoutMs: 30_000 }).then(async () => {
+          order.push(waiter.name);
+          await waiter.fairUnlock(fair);
+        }),
+      );
+      const master = await cluster.masterOf(fair);
+      const client = master.client();
+      await waitFor(async () => (await client.llen(`redisson_lock_queue:{${fair}}`)) === i + 1, { what: `${waiter.name} queued` });
+      client.disconnect();
+    }
+    await a.holder('f0').fairUnlock(fair);
+    await Promise.all(done);
+    expect(order).toEqual(['f1', 'f2']);
+
+    const rw = fresh('rw');
+    await a.holder('r1').readLock(rw);
+    const writing = b.holder('w').writeLock(rw, { timeoutMs: 20_000 });
+    await waitFor(async () => (await shardSubscribers(await cluster.masterOf(rw), `redisson_rwlock:{${rw}}`)) >= 1, { what: 'the writer to wait' });
+    await a.holder('r1').readUnlock(rw);
+    await writing;
+    await b.holder('w').writeUnlock(rw);
+
+    const sem = fresh('sem');
+    expect(await a.holder('s').semTrySetPermits(sem, 1)).toBe(true);
+    await a.holder('s').semAcquire(sem);
+    const acquiring = b.holder('s').semAcquire(sem, 1, { timeoutMs: 20_000 });
+    await waitFor(async () => (await shardSubscribers(await cluster.masterOf(sem), `redisson_sc:{${sem}}`)) >= 1, { what: 'the semaphore waiter' });
+    await a.holder('s').semRelease(sem);
+    await acquiring;
   });
 });
