@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { INVALID_OPTION, UNKNOWN_OPTION } from './lock.messages';
+import { resolveLayout, type LockLayoutName, type RedissonLayoutOptions, type ResolvedRedissonOptions } from './layouts/redisson-options';
 
 /** An ioredis client the user owns (never closed by the library), a URL, or ioredis options. */
 export type RedisConnectionOption = Redis | Cluster | RedisOptions | string;
@@ -79,6 +80,15 @@ export interface LockModuleOptions {
    * Cycles within one process are refused at once whatever this says (docs/deadlocks.md).
    */
   deadlockCheckAfter?: number;
+  /**
+   * Where locks live in Redis: `'native'` (default: this library's keys, docs/architecture.md) or
+   * `'redisson'`: exactly the keys, fields, channels and messages of Java Redisson, so a Java service's
+   * `RLock` (and fair, read-write locks, semaphores) and this module's locks of one name exclude each
+   * other and wake each other (docs/redisson-interop.md).
+   */
+  layout?: LockLayoutName;
+  /** The Java side's Redisson settings to mirror; only with `layout: 'redisson'`. */
+  redisson?: RedissonLayoutOptions;
   /** Register the module globally. */
   isGlobal?: boolean;
 }
@@ -98,6 +108,8 @@ export interface ResolvedLockOptions {
   readonly telemetryLockNames: boolean;
   readonly maxNameLength: number;
   readonly deadlockCheckAfter: number;
+  readonly layout: LockLayoutName;
+  readonly redisson: ResolvedRedissonOptions | undefined;
 }
 
 export const LOCK_OPTION_DEFAULTS = {
@@ -129,6 +141,8 @@ const KNOWN_OPTIONS = [
   'telemetryLockNames',
   'maxNameLength',
   'deadlockCheckAfter',
+  'layout',
+  'redisson',
   'isGlobal',
 ] as const;
 
@@ -234,6 +248,8 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     throw new Error(INVALID_OPTION('telemetryLockNames', 'a boolean', raw.telemetryLockNames));
   }
 
+  const { layout, redisson } = resolveLayout(raw.layout, raw.redisson, raw.deadlockCheckAfter);
+
   return {
     redis: checkRedis('redis', pick('redis')),
     keyPrefix,
@@ -248,6 +264,9 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     clientName: (raw.clientName as string | undefined) ?? defaultClientName(),
     telemetryLockNames: (raw.telemetryLockNames as boolean | undefined) ?? false,
     maxNameLength: checkWholeNumber('maxNameLength', pick('maxNameLength'), 1),
-    deadlockCheckAfter: checkMs('deadlockCheckAfter', pick('deadlockCheckAfter'), 0),
+    // Cross-process detection reads wait-for records Java holders never write: off in the Redisson layout.
+    deadlockCheckAfter: layout === 'redisson' ? 0 : checkMs('deadlockCheckAfter', pick('deadlockCheckAfter'), 0),
+    layout,
+    redisson,
   };
 }
