@@ -7,9 +7,9 @@
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id (the reader's field)
 -- ARGV[3]  the owner's writer field, <owner>:write (a read inside the owner's own write: a downgrade)
--- Returns  {count}, the owner's read hold count after the grant; {'kind', ttl} when N is a hash
---          without mode (a plain lock of the same name: Redisson would grant beside it, we wait, and
---          write nothing); otherwise the lock's remaining TTL in ms (-1 when it has none or is gone)
+-- Returns  {count}, the owner's read hold count after the grant; -4 when N is a hash without mode
+--          (a plain lock of the same name: Redisson would grant beside it, we wait, and write
+--          nothing); otherwise the lock's remaining TTL in ms (-1 when it has none or is gone)
 local rwKey = KEYS[1]
 local timeoutPrefix = KEYS[2]
 local leaseMs = math.ceil(tonumber(ARGV[1]))
@@ -25,7 +25,7 @@ end
 local mode = redis.call('hget', rwKey, 'mode')
 if mode == false then
   if redis.call('exists', rwKey) == 1 then
-    return { 'kind', remainingTtl() }
+    return -4
   end
   redis.call('hset', rwKey, 'mode', 'read')
   redis.call('hset', rwKey, ownerId, 1)

@@ -10,7 +10,7 @@
 --          to a resend
 -- ARGV[1]  owner id
 -- ARGV[2]  publish command: 'PUBLISH', or 'SPUBLISH' (sharded, as Redisson decided it)
--- ARGV[3]  the latch's PX in ms
+-- ARGV[3]  the latch's PX in ms (0: no latch, the surplus form)
 -- ARGV[4]  '' to release one hold (Redisson's unlock); a count for the surplus form: bring the
 --          owner's count down to it in one call (each step Redisson's effect), no write when the
 --          count is not above it
@@ -24,19 +24,28 @@ local keyPrefix = KEYS[4]
 local latchKey = KEYS[5]
 local ownerId = ARGV[1]
 local publishCommand = ARGV[2]
-local latchTtlMs = ARGV[3]
+local latchTtlMs = tonumber(ARGV[3])
 local guard = tonumber(ARGV[4])
 
-local replayed = redis.call('get', latchKey)
-if replayed then
-  return tonumber(replayed)
+if latchTtlMs > 0 then
+  local replayed = redis.call('get', latchKey)
+  if replayed then
+    return tonumber(replayed)
+  end
+end
+-- The answer, kept for a resend of this call (Redisson's latch; none in surplus form).
+local function answered(outcome)
+  if latchTtlMs > 0 then
+    redis.call('set', latchKey, outcome, 'px', latchTtlMs)
+  end
+  return outcome
 end
 
 local mode = redis.call('hget', rwKey, 'mode')
 if mode == false then
   if guard ~= nil then return -1 end
   redis.call(publishCommand, channel, '0')
-  redis.call('set', latchKey, 1, 'px', latchTtlMs)
+  answered(1)
   return nil
 end
 
@@ -74,16 +83,13 @@ if redis.call('hlen', rwKey) > 1 then
   end
   if longest > 0 then
     redis.call('pexpire', rwKey, longest)
-    redis.call('set', latchKey, 0, 'px', latchTtlMs)
-    return 0
+    return answered(0)
   end
   if mode == 'write' then
-    redis.call('set', latchKey, 0, 'px', latchTtlMs)
-    return 0
+    return answered(0)
   end
 end
 
 redis.call('del', rwKey)
 redis.call(publishCommand, channel, '0')
-redis.call('set', latchKey, 1, 'px', latchTtlMs)
-return 1
+return answered(1)

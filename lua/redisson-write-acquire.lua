@@ -6,9 +6,9 @@
 -- ARGV[2]  the owner's writer field, <owner>:write
 -- ARGV[3]  owner id (its reader field): an owner holding only reads cannot wait for the write lock
 -- Returns  {count}, the writer field's count after the grant; -3 when the owner holds the read lock
---          and not the write lock (an upgrade: waiting would never end; nothing written);
---          {'kind', ttl} when N is a hash without mode (a plain lock of the same name; nothing
---          written); otherwise the lock's remaining TTL in ms (-1 when it has none or is gone)
+--          and not the write lock (an upgrade: waiting would never end; nothing written); -4 when
+--          N is a hash without mode (a plain lock of the same name; nothing written); otherwise the
+--          lock's remaining TTL in ms (-1 when it has none or is gone)
 local rwKey = KEYS[1]
 local leaseMs = math.ceil(tonumber(ARGV[1]))
 local writerField = ARGV[2]
@@ -23,7 +23,7 @@ end
 local mode = redis.call('hget', rwKey, 'mode')
 if mode == false then
   if redis.call('exists', rwKey) == 1 then
-    return { 'kind', remainingTtl() }
+    return -4
   end
   redis.call('hset', rwKey, 'mode', 'write')
   redis.call('hset', rwKey, writerField, 1)

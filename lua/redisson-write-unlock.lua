@@ -8,7 +8,7 @@
 -- KEYS[3]  this unlock call's latch redisson_unlock_latch:{N}:<32 hex> (see redisson-read-unlock.lua)
 -- ARGV[1]  the owner's writer field, <owner>:write
 -- ARGV[2]  publish command: 'PUBLISH' or 'SPUBLISH'
--- ARGV[3]  the latch's PX in ms
+-- ARGV[3]  the latch's PX in ms (0: no latch, the surplus form)
 -- ARGV[4]  '' to release one hold; a count for the surplus form (see redisson-read-unlock.lua)
 -- Returns  nil when the owner holds no write lock here; 0 when write holds of the owner remain; 1
 --          when the last one went; -1 (surplus form only) when nothing was above the count
@@ -17,19 +17,28 @@ local channel = KEYS[2]
 local latchKey = KEYS[3]
 local writerField = ARGV[1]
 local publishCommand = ARGV[2]
-local latchTtlMs = ARGV[3]
+local latchTtlMs = tonumber(ARGV[3])
 local guard = tonumber(ARGV[4])
 
-local replayed = redis.call('get', latchKey)
-if replayed then
-  return tonumber(replayed)
+if latchTtlMs > 0 then
+  local replayed = redis.call('get', latchKey)
+  if replayed then
+    return tonumber(replayed)
+  end
+end
+-- The answer, kept for a resend of this call (Redisson's latch; none in surplus form).
+local function answered(outcome)
+  if latchTtlMs > 0 then
+    redis.call('set', latchKey, outcome, 'px', latchTtlMs)
+  end
+  return outcome
 end
 
 local mode = redis.call('hget', rwKey, 'mode')
 if mode == false then
   if guard ~= nil then return -1 end
   redis.call(publishCommand, channel, '1')
-  redis.call('set', latchKey, 1, 'px', latchTtlMs)
+  answered(1)
   return nil
 end
 
@@ -49,8 +58,7 @@ end
 
 local count = redis.call('hincrby', rwKey, writerField, target - held)
 if count > 0 then
-  redis.call('set', latchKey, 0, 'px', latchTtlMs)
-  return 0
+  return answered(0)
 end
 
 redis.call('hdel', rwKey, writerField)
@@ -60,5 +68,4 @@ if redis.call('hlen', rwKey) == 1 then
 else
   redis.call('hset', rwKey, 'mode', 'read')
 end
-redis.call('set', latchKey, 1, 'px', latchTtlMs)
-return 1
+return answered(1)
