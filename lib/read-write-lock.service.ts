@@ -1,7 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOptions } from './locks/lock';
-import { ReadWriteLock } from './locks/read-write-lock';
+import { NativeReadWriteLock, type ReadWriteLock } from './locks/read-write-lock';
 import { ReadWriteLockView, type ReadWriteMode } from './locks/read-write-lock-view';
+import { RedissonReadWriteLock, redissonReadWriteView } from './locks/redisson/redisson-read-write-lock';
+import type { OwnedLock } from './locks/owned-lock';
 import { checkLockName } from './validators';
 import { LockEngine } from './runtime/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
@@ -22,8 +24,10 @@ export class ReadWriteLockService {
    */
   getReadWriteLock(name: string): ReadWriteLock {
     checkLockName(name);
+    // Layout 'redisson': Java's RReadWriteLock of the same name (docs/redisson-interop.md#read-write).
+    if (this.engine.redisson) return new RedissonReadWriteLock(this.engine, name);
     const key = this.engine.keys.readWrite(name);
-    return new ReadWriteLock(this.engine, name, key, this.engine.ownerFor(key, undefined));
+    return new NativeReadWriteLock(this.engine, name, key, this.engine.ownerFor(key, undefined));
   }
 
   /**
@@ -89,8 +93,9 @@ export class ReadWriteLockService {
     return runNamed(this.engine, name, (n, owner) => this.view(mode, n, owner), fn, options);
   }
 
-  private view(mode: ReadWriteMode, name: string, fallbackOwner: string | undefined): ReadWriteLockView {
+  private view(mode: ReadWriteMode, name: string, fallbackOwner: string | undefined): OwnedLock {
     checkLockName(name);
+    if (this.engine.redisson) return redissonReadWriteView(this.engine, mode, name, fallbackOwner);
     const key = this.engine.keys.readWrite(name);
     return new ReadWriteLockView(this.engine, name, key, this.engine.ownerFor(key, fallbackOwner), mode);
   }
