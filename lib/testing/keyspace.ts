@@ -308,6 +308,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   hexists: { minArgs: 2, run: (keyspace, [key, field], now) => (keyspace.read(key, 'hash', now)?.has(field) ? 1 : 0) },
+  hkeys: { minArgs: 1, run: (keyspace, [key], now) => [...(keyspace.read(key, 'hash', now) ?? new Map<string, string>()).keys()] },
   hlen: { minArgs: 1, run: (keyspace, [key], now) => keyspace.read(key, 'hash', now)?.size ?? 0 },
   hgetall: {
     minArgs: 1,
