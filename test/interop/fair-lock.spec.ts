@@ -100,71 +100,86 @@ interface Topology {
 
 let names = 0;
 
-/** Scenario 6 on `layout`; rejects with a ScenarioViolation when the order or exclusion breaks. */
-async function fairOrderScenario(topology: Topology, layout: 'redisson' | 'native'): Promise<void> {
+/**
+ * Scenario 6 on `layout`: `holdsFirst` takes the lock, then the others queue alternating languages
+ * (Java first: n1 j1 n2 j2; Node first: j1 n1 j2 n2). Rejects with a ScenarioViolation when the
+ * order or exclusion breaks.
+ */
+async function fairOrderScenario(topology: Topology, layout: 'redisson' | 'native', holdsFirst: 'java' | 'node'): Promise<void> {
   const { java, raw } = topology;
-  const name = `interop-fair:${java.version}:${layout}:${++names}`;
+  const name = `interop-fair:${java.version}:${layout}:${holdsFirst}:${++names}`;
   const queue = RedissonNames.fairQueue(name);
   const apps = await Promise.all([0, 1].map(() => createLockApp({ ...topology.nodeOptions(), layout, watchdogTimeout: WATCHDOG_MS })));
   const tracker = new HoldTracker();
-  const first = java.holder('j0');
-  const parties = [
-    nodeParty('n1', apps[0], name),
-    javaParty('j1', java.holder('j1'), name),
-    nodeParty('n2', apps[1], name),
-    javaParty('j2', java.holder('j2'), name),
-  ];
+  // Java owners asked before anyone waits: a holder's commands run one after another, as on one thread.
+  const javaOwners = new Map<string, string>();
+  for (const holder of ['j0', 'j1', 'j2']) javaOwners.set(holder, await java.holder(holder).owner());
+  const party = (who: string): Party =>
+    who.startsWith('j') ? javaParty(who, java.holder(who), name) : nodeParty(who, apps[Number(who.slice(1)) % 2], name);
+  const first = party(holdsFirst === 'java' ? 'j0' : 'n0');
+  const waiters = (holdsFirst === 'java' ? ['n1', 'j1', 'n2', 'j2'] : ['j1', 'n1', 'j2', 'n2']).map(party);
   const running: Array<Promise<void>> = [];
   let firstHolds = false;
   try {
-    await first.fairLock(name);
-    tracker.enter('j0');
+    await first.acquire();
+    tracker.enter(first.name);
     firstHolds = true;
-    for (const [i, party] of parties.entries()) {
+    for (const [i, waiter] of waiters.entries()) {
       let settled = false;
-      const run = party.acquire().then(async () => {
+      const run = waiter.acquire().then(async () => {
         try {
-          tracker.enter(party.name);
+          tracker.enter(waiter.name);
         } finally {
-          tracker.leave(party.name);
-          await party.release();
+          tracker.leave(waiter.name);
+          await waiter.release();
         }
       });
       const tracked = run.finally(() => (settled = true));
       tracked.catch(() => undefined); // read below (awaited), not an unhandled rejection meanwhile
       running.push(tracked);
-      // Joined once the queue has it; a party that got the lock meanwhile was not excluded by j0.
+      // Joined once the queue has it; a waiter that got the lock meanwhile was not excluded by the first.
       const deadline = Date.now() + STEP_TIMEOUT_MS;
       while ((await raw.llen(queue)) < i + 1) {
         if (settled) {
-          await running[i]; // its ScenarioViolation, if it entered beside j0
-          throw new ScenarioViolation('not-excluded', `${party.name} got the lock while j0 held it`);
+          await running[i]; // its ScenarioViolation, if it entered beside the first holder
+          throw new ScenarioViolation('not-excluded', `${waiter.name} got the lock while ${first.name} held it`);
         }
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${party.name} to join ${queue}`);
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${waiter.name} to join ${queue}`);
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
     }
     const queued = await raw.lrange(queue, 0, -1);
-    const javaOwners = [await java.holder('j1').owner(), await java.holder('j2').owner()];
-    expect(queued[1]).toBe(javaOwners[0]);
-    expect(queued[3]).toBe(javaOwners[1]);
-    for (const nodeOwner of [queued[0], queued[2]]) expect(nodeOwner).toMatch(/^[0-9a-f-]{36}:\d+$/);
+    for (const [i, waiter] of waiters.entries()) {
+      if (javaOwners.has(waiter.name)) expect(queued[i]).toBe(javaOwners.get(waiter.name));
+      else expect(queued[i]).toMatch(/^[0-9a-f-]{36}:\d+$/); // a Node owner: Redisson's shape
+    }
 
-    tracker.leave('j0');
+    tracker.leave(first.name);
     firstHolds = false;
-    await first.fairUnlock(name);
+    await first.release();
     await Promise.all(running);
-    const expected = ['j0', 'n1', 'j1', 'n2', 'j2'];
+    const expected = [first, ...waiters].map((p) => p.name);
     if (tracker.order.join() !== expected.join()) {
       throw new ScenarioViolation('out-of-order', `granted ${tracker.order.join(' ')}, queued ${expected.join(' ')}`);
     }
     expect(await raw.exists(name, queue, RedissonNames.fairTimeouts(name))).toBe(0);
   } finally {
-    if (firstHolds) await first.fairUnlock(name).catch(() => undefined);
-    // Every started party gives the lock back once it gets it; wait for them before closing.
+    if (firstHolds) await first.release().catch(() => undefined);
+    // Every started waiter gives the lock back once it gets it; wait for them before closing.
     await Promise.allSettled(running);
     await Promise.all(apps.map((app) => app.close()));
   }
+}
+
+/** Both directions on one topology: each passes on the Redisson layout and is refused on the native one. */
+function scenarios(topology: () => Topology): void {
+  it.each(['java', 'node'] as const)('layout redisson, %s holds first: every waiter gets the lock in queue order, one at a time', async (holdsFirst) => {
+    await fairOrderScenario(topology(), 'redisson', holdsFirst);
+  });
+
+  it.each(['java', 'node'] as const)('layout native, %s holds first: refused by an explicit check', async (holdsFirst) => {
+    await expect(fairOrderScenario(topology(), 'native', holdsFirst)).rejects.toMatchObject({ name: 'ScenarioViolation', code: 'not-excluded' });
+  });
 }
 
 describeInterop.each(versions)(`fair lock across Node and Java Redisson %s, standalone${suffix}`, (version) => {
@@ -181,13 +196,7 @@ describeInterop.each(versions)(`fair lock across Node and Java Redisson %s, stan
     await redis?.stop();
   });
 
-  it('layout redisson: Node and Java waiters get the lock in queue order, one at a time', async () => {
-    await fairOrderScenario(topology, 'redisson');
-  });
-
-  it('layout native: the same scenario is refused by an explicit check', async () => {
-    await expect(fairOrderScenario(topology, 'native')).rejects.toMatchObject({ name: 'ScenarioViolation', code: 'not-excluded' });
-  });
+  scenarios(() => topology);
 });
 
 (enabled ? describeOnCluster : describe.skip)(`fair lock across Node and Java Redisson, 3-master cluster${suffix}`, () => {
@@ -206,12 +215,6 @@ describeInterop.each(versions)(`fair lock across Node and Java Redisson %s, stan
       await cluster?.stop();
     });
 
-    it('layout redisson (sharded pub/sub): Node and Java waiters get the lock in queue order', async () => {
-      await fairOrderScenario(topology, 'redisson');
-    });
-
-    it('layout native: refused by an explicit check', async () => {
-      await expect(fairOrderScenario(topology, 'native')).rejects.toMatchObject({ name: 'ScenarioViolation', code: 'not-excluded' });
-    });
+    scenarios(() => topology);
   });
 });
