@@ -436,6 +436,16 @@ const COMMANDS: Record<string, Command> = {
       return value === undefined ? null : formatScore(value);
     },
   },
+  zincrby: {
+    minArgs: 3,
+    run: (keyspace, [key, by, member], now) => {
+      const delta = score(by);
+      const zset = keyspace.write(key, 'zset', now, () => new Map());
+      const value = (zset.get(member) ?? 0) + delta;
+      zset.set(member, value);
+      return formatScore(value);
+    },
+  },
   zrem: {
     minArgs: 2,
     run: (keyspace, [key, ...members], now) => {

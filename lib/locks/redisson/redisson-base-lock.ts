@@ -62,8 +62,8 @@ export abstract class RedissonBaseLock extends BaseLock {
     return this.engine.redisson as RedissonRuntime;
   }
 
-  /** @internal No line: waiters only sleep and wake on messages. */
-  readonly joinsLineOnFirstAttempt = false;
+  /** @internal No line of ours: waiters only sleep and wake on messages (a fair lock queues in Redisson's queue). */
+  readonly joinsLineOnFirstAttempt: boolean = false;
 
   /** @internal Java holders keep no wait-for records: deadlocks are found within this process only. */
   override get waitTarget(): WaitTarget {
