@@ -1,3 +1,5 @@
+import type { BenchSettings, WorkloadId } from '../harness/settings';
+
 /**
  * One lock library as the workloads see it: run `fn` while holding `key`, release afterwards, the
  * way that library's users write it.
@@ -22,10 +24,35 @@ export interface AdapterSpec {
   /** Our library: the ratios are taken against the `ours` row marked `reference`. */
   readonly ours?: boolean;
   readonly reference?: boolean;
+  /** A row of the "Redisson layout: W1 and W4" section (harness/redisson-layout-section.ts). */
+  readonly redissonLayout?: boolean;
+  /**
+   * Measured outside the Node workers (Java Redisson in a JVM): runs its workloads itself; `create`
+   * is not used.
+   */
+  readonly external?: ExternalWorkloads;
   /** Why the adapter cannot run in this tree, or undefined when it can. */
   unavailable(): string | undefined;
   /** Connects (lazily requiring the library, so each process loads only its own). */
   create(redisUrl: string): Promise<LockAdapter>;
+}
+
+/** A library measured by a program of its own (bench/adapters/redisson-java.ts). */
+export interface ExternalWorkloads {
+  /** What it measures; its row leaves the other workloads out. */
+  readonly workloads: readonly WorkloadId[];
+  /** One run of `workload`, the figures of the Node workload's result (plus `setupMs`). */
+  run(workload: WorkloadId, redisUrl: string, settings: BenchSettings, timeoutMs: number): Promise<MeasuredOutside>;
+}
+
+export interface MeasuredOutside {
+  /** Start-up and warm-up before the measured part, left out of the "not repeated over 10 s" rule. */
+  readonly setupMs: number;
+}
+
+/** Whether `spec` measures `workload` (an external one only its own). */
+export function measures(spec: AdapterSpec, workload: WorkloadId): boolean {
+  return !spec.external || spec.external.workloads.includes(workload);
 }
 
 /** The lease every adapter asks for where the library needs one: long enough never to expire mid-run. */

@@ -1,4 +1,6 @@
 import type { AdapterSpec } from './adapter';
+import { redissonJavaSpec } from './redisson-java';
+import { REDISSON_4 } from '../../test/interop/redisson';
 
 /**
  * Every library variant of the bench, in table order. Each `create` requires its library lazily,
@@ -13,6 +15,15 @@ export const ADAPTERS: readonly AdapterSpec[] = [
     reference: true,
     unavailable: () => undefined,
     create: async (url) => (await import('./nest-lock-service')).createLockServiceAdapter(url),
+  },
+  {
+    id: 'ours-run-redisson',
+    label: "this library, LockService.run, layout 'redisson'",
+    settings: "module defaults as ours-run, layout: 'redisson' (Java Redisson's keys, scripts and '0' wake-ups: docs/redisson-interop.md)",
+    ours: true,
+    redissonLayout: true,
+    unavailable: () => undefined,
+    create: async (url) => (await import('./nest-lock-service')).createLockServiceAdapter(url, 'redisson'),
   },
   {
     id: 'ours-trylock',
@@ -75,6 +86,8 @@ export const ADAPTERS: readonly AdapterSpec[] = [
     unavailable: () => undefined,
     create: async (url) => (await import('./set-nx-poller')).createSetNxPollerAdapter(url),
   },
+  // Java Redisson itself, W1 and W4 only: the anchor of the Redisson layout's rows.
+  redissonJavaSpec(REDISSON_4),
 ];
 
 export function adapterSpec(id: string): AdapterSpec {

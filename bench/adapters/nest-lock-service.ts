@@ -4,9 +4,12 @@ import { NestFactory } from '@nestjs/core';
 import { LockModule, LockService, LockTimeoutError } from '../../lib';
 import type { LockAdapter } from './adapter';
 
-/** This library through `LockService.run`, with the module's defaults (watchdog, 5 s wait). */
-export async function createLockServiceAdapter(redisUrl: string): Promise<LockAdapter> {
-  @Module({ imports: [LockModule.forRoot({ redis: redisUrl })] })
+/**
+ * This library through `LockService.run`, with the module's defaults (watchdog, 5 s wait);
+ * `layout: 'redisson'` for the row that measures Java Redisson's key layout (docs/redisson-interop.md).
+ */
+export async function createLockServiceAdapter(redisUrl: string, layout: 'native' | 'redisson' = 'native'): Promise<LockAdapter> {
+  @Module({ imports: [LockModule.forRoot({ redis: redisUrl, layout })] })
   class BenchLockServiceModule {}
 
   const app = await NestFactory.createApplicationContext(BenchLockServiceModule, { logger: false });

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { table } from './markdown';
+import { firstOf, nextHeading, table } from './markdown';
 import { describeNetwork } from './network-mode';
 import { AdapterSummary, floorTable, Summary, w4OverPublishFloor } from './report';
 import { describeRevision } from './revision';
@@ -93,15 +93,4 @@ export function keptRealNetworkSections(previous: string): string {
     sections.push(previous.slice(start, nextHeading(previous, start)).trimEnd());
   }
   return sections.map((section) => `\n${section}\n`).join('');
-}
-
-/** Where the `## ` section starting at `start` ends (its `###` subsections belong to it). */
-function nextHeading(text: string, start: number): number {
-  const next = text.indexOf('\n## ', start + 1);
-  return next >= 0 ? next + 1 : text.length;
-}
-
-function firstOf(text: string, prefixes: string[]): number {
-  const found = prefixes.map((prefix) => text.indexOf(prefix)).filter((i) => i >= 0);
-  return found.length ? Math.min(...found) : text.length;
 }

@@ -1,5 +1,5 @@
 import { ADAPTERS } from '../adapters';
-import type { AdapterSpec } from '../adapters/adapter';
+import { AdapterSpec, measures } from '../adapters/adapter';
 import type { Collected, Outcome, WorkloadResults } from './collected';
 import type { W5Result } from '../workloads/w5-many-waiters';
 import { table } from './markdown';
@@ -278,17 +278,19 @@ export function summarize(collected: Collected): Summary {
 /** The table the README quotes: one row per library variant, the headline figure of each workload. */
 export function headlineTable(summary: Summary): string {
   const rows = summary.adapters.map((a) => {
-    if (a.unavailable) return [a.spec.label, ...new Array(8).fill('pending')];
+    if (a.unavailable) return [a.spec.label, ...new Array(8).fill(a.unavailable.startsWith('unavailable') ? 'unavailable' : 'pending')];
+    // A row that measures only some workloads (Java Redisson: W1, W4) says so in the others.
+    const missing = (workload: WorkloadId): string => (measures(a.spec, workload) ? 'failed' : 'not measured');
     return [
       a.spec.ours ? `**${a.spec.label}**` : a.spec.label,
-      a.w1 ? `${fmt(a.w1.opsPerSec)} (${fmt(a.w1.p50Ms)} ms)` : 'failed',
-      a.w2 ? fmt(a.w2.opsPerSec) : 'failed',
-      a.w3 ? fmt(a.w3.handoffsPerSec) : 'failed',
-      a.w3 ? fmt(a.w3.fairness, 2) : 'failed',
-      a.w3 ? (a.w3.safe ? 'ok' : `**UNSAFE: ${a.w3.lostUpdates} lost**`) : 'failed',
-      a.w4 ? `${fmt(a.w4.medianMs)} / ${fmt(a.w4.p99Ms)}` : 'failed',
-      a.w5 ? `${fmt(a.w5.drainMs)}${a.w5.drained < a.w5.waiters ? ` (${a.w5.drained}/${a.w5.waiters} drained)` : ''}` : 'failed',
-      a.w5 ? `${fmt(a.w5.sentPerHandoff)} / ${a.w5.connections} (${a.w5.subscriberConnections} sub)` : 'failed',
+      a.w1 ? `${fmt(a.w1.opsPerSec)} (${fmt(a.w1.p50Ms)} ms)` : missing('w1'),
+      a.w2 ? fmt(a.w2.opsPerSec) : missing('w2'),
+      a.w3 ? fmt(a.w3.handoffsPerSec) : missing('w3'),
+      a.w3 ? fmt(a.w3.fairness, 2) : missing('w3'),
+      a.w3 ? (a.w3.safe ? 'ok' : `**UNSAFE: ${a.w3.lostUpdates} lost**`) : missing('w3'),
+      a.w4 ? `${fmt(a.w4.medianMs)} / ${fmt(a.w4.p99Ms)}` : missing('w4'),
+      a.w5 ? `${fmt(a.w5.drainMs)}${a.w5.drained < a.w5.waiters ? ` (${a.w5.drained}/${a.w5.waiters} drained)` : ''}` : missing('w5'),
+      a.w5 ? `${fmt(a.w5.sentPerHandoff)} / ${a.w5.connections} (${a.w5.subscriberConnections} sub)` : missing('w5'),
     ];
   });
   return table(

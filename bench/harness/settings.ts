@@ -14,6 +14,12 @@ export interface BenchSettings {
   readonly roundTrips: { calls: number };
   readonly wake: { messages: number; gapMs: number; gapJitterMs: number };
   readonly cliLatencySeconds: number;
+  /**
+   * The Java Redisson rows (adapters/redisson-java.ts): before anything is timed, each JVM makes
+   * uncontended calls until its JIT compiler has been quiet for `jitQuietMs` (at most `jitMaxMs`),
+   * and W4 runs `warmupHandoffs` hand-offs more, left out (the first waits load the wait path).
+   */
+  readonly jvm: { jitQuietMs: number; jitMaxMs: number; warmupHandoffs: number };
 }
 
 export const FULL: BenchSettings = {
@@ -30,6 +36,7 @@ export const FULL: BenchSettings = {
   roundTrips: { calls: 3000 },
   wake: { messages: 200, gapMs: 10, gapJitterMs: 10 },
   cliLatencySeconds: 2,
+  jvm: { jitQuietMs: 1000, jitMaxMs: 20_000, warmupHandoffs: 20 },
 };
 
 export const QUICK: BenchSettings = {
@@ -43,6 +50,7 @@ export const QUICK: BenchSettings = {
   roundTrips: { calls: 500 },
   wake: { messages: 20, gapMs: 10, gapJitterMs: 10 },
   cliLatencySeconds: 2,
+  jvm: { jitQuietMs: 200, jitMaxMs: 2000, warmupHandoffs: 5 },
 };
 
 export type WorkloadId = 'w1' | 'w2' | 'w3' | 'w4' | 'w5' | 'w5x';

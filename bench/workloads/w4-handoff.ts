@@ -17,7 +17,7 @@ import type { ParentRun } from './w3-contended';
 const MIN_WAITING_MS = 2;
 const LOCK_KEY = 'w4:key';
 
-interface W4ProcessStamps {
+export interface W4ProcessStamps {
   /** Indexed by hand-off; only this process's side of each hand-off is set. */
   readonly releasedAt: Array<number | null>;
   readonly acquiredAt: Array<number | null>;
@@ -94,26 +94,34 @@ export async function runW4(run: ParentRun): Promise<W4Result> {
     })));
     for (const worker of workers) worker.send({ type: 'go' });
     const [a, b] = (await Promise.all(workers.map((worker) => worker.result))) as W4ProcessStamps[];
-    const latenciesMs: number[] = [];
-    let late = 0;
-    for (let i = 0; i < handoffs; i++) {
-      const released = a.releasedAt[i] ?? b.releasedAt[i];
-      const acquired = a.acquiredAt[i] ?? b.acquiredAt[i];
-      const asked = a.askedAt[i] ?? b.askedAt[i];
-      if (released === null || acquired === null || asked === null) continue;
-      if (released - asked < MIN_WAITING_MS) late += 1;
-      else latenciesMs.push(acquired - released);
-    }
-    return {
-      handoffs: latenciesMs.length,
-      medianMs: median(latenciesMs),
-      p99Ms: percentile(latenciesMs, 99),
-      giveUps: a.giveUps + b.giveUps,
-      late,
-      latenciesMs,
-    };
+    return pairHandoffs(handoffs, a, b);
   } finally {
     for (const worker of workers) worker.kill();
     await Promise.all(workers.map((worker) => worker.exited()));
   }
+}
+
+/**
+ * The hand-offs of both processes' stamps, from hand-off `from` on (the Java rows leave their
+ * warm-up hand-offs out): release to acquisition, a waiter that asked too late left out.
+ */
+export function pairHandoffs(handoffs: number, a: W4ProcessStamps, b: W4ProcessStamps, from = 0): W4Result {
+  const latenciesMs: number[] = [];
+  let late = 0;
+  for (let i = from; i < handoffs; i++) {
+    const released = a.releasedAt[i] ?? b.releasedAt[i];
+    const acquired = a.acquiredAt[i] ?? b.acquiredAt[i];
+    const asked = a.askedAt[i] ?? b.askedAt[i];
+    if (released === null || acquired === null || asked === null) continue;
+    if (released - asked < MIN_WAITING_MS) late += 1;
+    else latenciesMs.push(acquired - released);
+  }
+  return {
+    handoffs: latenciesMs.length,
+    medianMs: median(latenciesMs),
+    p99Ms: percentile(latenciesMs, 99),
+    giveUps: a.giveUps + b.giveUps,
+    late,
+    latenciesMs,
+  };
 }

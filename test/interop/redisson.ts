@@ -26,7 +26,10 @@ export function redissonVersionsUnderTest(): string[] {
   return listed.map((v) => (v === '3' ? REDISSON_3 : v === '4' ? REDISSON_4 : v));
 }
 
-export const DRIVER_DIR = join(__dirname, 'redisson-driver');
+/** The driver's sources: beside this file, or in the source tree when the bench runs it compiled from dist/test/interop/. */
+export const DRIVER_DIR =
+  [join(__dirname, 'redisson-driver'), join(__dirname, '..', '..', '..', 'test', 'interop', 'redisson-driver')].find((dir) => existsSync(dir)) ??
+  join(__dirname, 'redisson-driver');
 
 /** Every file the jar is built from, in a stable order. */
 function sourceFiles(): string[] {

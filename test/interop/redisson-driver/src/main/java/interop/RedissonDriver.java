@@ -299,7 +299,8 @@ public final class RedissonDriver {
         return cause.getClass().getSimpleName() + ": " + cause.getMessage();
     }
 
-    private static String builtAgainst() {
+    /** The Redisson version this jar was built against (driver.properties). */
+    static String builtAgainst() {
         Properties properties = new Properties();
         try (InputStream in = RedissonDriver.class.getResourceAsStream("/driver.properties")) {
             if (in != null) properties.load(in);
