@@ -88,6 +88,6 @@ export class SemaphoreService {
 
   /** Layout 'redisson': Java Redisson's RPermitExpirableSemaphore of the name (docs/redisson-interop.md#semaphores). */
   private semaphoreOf(name: string, permits: number): Semaphore {
-    return this.engine.options.layout === 'redisson' ? new RedissonSemaphore(this.engine, name, permits) : new Semaphore(this.engine, name, permits);
+    return this.engine.redisson ? new RedissonSemaphore(this.engine, name, permits) : new Semaphore(this.engine, name, permits);
   }
 }

@@ -7,7 +7,6 @@ import type { LockEngine } from '../../runtime/lock-engine';
 import { Permit, type PermitSource } from '../permit';
 import { SemaphoreLimitError } from '../semaphore-errors';
 import { NEVER_EXPIRES, newPermitId } from './permit-ids';
-import { redissonRuntime } from './redisson-runtime';
 import type { RedissonSemaphore } from './redisson-semaphore';
 
 const acquireScript = LuaScript.named('redisson-pes-acquire');
@@ -69,14 +68,15 @@ export class RedissonPermitRequest implements Contender<Permit | null> {
     };
   }
 
+  /** Seated before the attempt while others of this process wait (subscribed already); never before the start's probe decided the subscriber's kind. */
   seatsFirst(): boolean {
-    return this.engine.subscriber.hasWaiters(this.waitChannel);
+    return this.semaphore.redisson.decided && this.engine.subscriber.hasWaiters(this.waitChannel);
   }
 
   attempt(leaseMs: number): Promise<AttemptOutcome> {
     const { semaphore, engine, take, ids } = this;
-    const { publishCommand } = redissonRuntime(engine);
     return attemptOnConnection(engine, semaphore.name, async (ticket) => {
+      const { publishCommand } = semaphore.redisson;
       // Deadlines are epoch ms on this host's clock, as Redisson's (its holders compare with theirs).
       const now = Date.now();
       const keys = [semaphore.redisKey, semaphore.timeoutKey, semaphore.channel];

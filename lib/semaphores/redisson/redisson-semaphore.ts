@@ -10,7 +10,7 @@ import type { LockEngine } from '../../runtime/lock-engine';
 import type { Permit } from '../permit';
 import { Semaphore } from '../semaphore';
 import type { AcquireOptions, SemaphoreForceReleaseOptions, SemaphoreInfo } from '../semaphore.options';
-import { redissonRuntime } from './redisson-runtime';
+import type { RedissonRuntime } from '../../layouts/redisson-runtime';
 import { RedissonPermitRequest } from './redisson-permit-request';
 
 const scripts = {
@@ -34,9 +34,13 @@ export class RedissonSemaphore extends Semaphore {
   /** This semaphore's key in the hold registry: not `N`, which a lock of the same name uses too. */
   readonly holdKey: string;
 
+  /** @internal The engine's Redisson runtime: name mapper, publish command (read per call: the start's probe decides it). */
+  readonly redisson: RedissonRuntime;
+
   constructor(engine: LockEngine, name: string, permits: number) {
     super(engine, name, permits);
-    this.redisKey = redissonRuntime(engine).mapName(name);
+    this.redisson = engine.redisson as RedissonRuntime;
+    this.redisKey = this.redisson.mapName(name);
     this.timeoutKey = RedissonNames.semaphoreTimeouts(this.redisKey);
     this.channel = RedissonNames.semaphoreChannel(this.redisKey);
     this.holdKey = `sem\n${this.redisKey}`;
@@ -95,10 +99,9 @@ export class RedissonSemaphore extends Semaphore {
    */
   giveBackIds(ids: readonly Buffer[]): Promise<number> {
     const { engine } = this;
-    const { publishCommand } = redissonRuntime(engine);
     // No ticket: a release is safe to apply late (the ids are unique: a second run finds them gone).
     return engine.call(this.name, () =>
-      scripts.release.run(engine.client, [this.redisKey, this.channel, this.timeoutKey], [Date.now(), publishCommand, ...ids]),
+      scripts.release.run(engine.client, [this.redisKey, this.channel, this.timeoutKey], [Date.now(), this.redisson.publishCommand, ...ids]),
     ).then((reply) => (Number(reply) === (ids.length === 1 ? 1 : ids.length) ? 1 : 0));
   }
 
@@ -108,11 +111,10 @@ export class RedissonSemaphore extends Semaphore {
    */
   renewIds(ids: readonly Buffer[], leaseMs: number, exact: boolean): Promise<boolean> {
     const { engine } = this;
-    const { publishCommand } = redissonRuntime(engine);
     return engine.call(this.name, (ticket) => {
       const now = Date.now();
       const keys = [this.redisKey, this.timeoutKey, this.channel];
-      return scripts.renew.run(engine.client, keys, [now + Math.ceil(leaseMs), now, publishCommand, exact ? 1 : 0, ...ids], ticket);
+      return scripts.renew.run(engine.client, keys, [now + Math.ceil(leaseMs), now, this.redisson.publishCommand, exact ? 1 : 0, ...ids], ticket);
     }).then((reply) => Number(reply) === 1);
   }
 
