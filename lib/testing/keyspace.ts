@@ -200,6 +200,16 @@ function ttlOf(keyspace: Keyspace, key: string, now: number): number {
   return entry.expiresAt === undefined ? -1 : entry.expiresAt - now;
 }
 
+/** INCRBY and its kin: a string holding an integer, moved by `by`; a missing key counts as 0; the TTL stays. */
+function incrementBy(keyspace: Keyspace, key: string, by: number, now: number): number {
+  const current = keyspace.read(key, 'string', now);
+  if (current !== undefined && !/^-?\d+$/.test(current)) throw error(NOT_INTEGER);
+  const next = Number(current ?? 0) + by;
+  if (!Number.isSafeInteger(next)) throw error('ERR increment or decrement would overflow');
+  keyspace.setString(key, String(next), keyspace.lookup(key, now)?.expiresAt);
+  return next;
+}
+
 const COMMANDS: Record<string, Command> = {
   ping: { minArgs: 0, run: (_, args) => (args.length > 0 ? args[0] : new StatusReply('PONG')) },
   time: {
@@ -283,6 +293,9 @@ const COMMANDS: Record<string, Command> = {
       return get ? previous! : OK;
     },
   },
+  incr: { minArgs: 1, run: (keyspace, [key], now) => incrementBy(keyspace, key, 1, now) },
+  incrby: { minArgs: 2, run: (keyspace, [key, by], now) => incrementBy(keyspace, key, integer(by), now) },
+  decrby: { minArgs: 2, run: (keyspace, [key, by], now) => incrementBy(keyspace, key, -integer(by), now) },
   hset: {
     minArgs: 3,
     run: (keyspace, [key, ...pairs], now) => {
