@@ -15,7 +15,7 @@ const redissonSemaphore: RunKind = {
   run: (app, name, fn, options) => app.get(SemaphoreService).run(name, fn, { permits: 1, ...options }),
   stateKeys: (name) => [name, RedissonNames.semaphoreTimeouts(name)],
   tokens: tokensOf,
-  tokenless: true,
+  noFencingTokens: true,
   reentrant: false,
   moduleOptions: () => ({ layout: 'redisson' }),
 };
