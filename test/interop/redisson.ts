@@ -430,6 +430,11 @@ export class RedissonHolder {
   async pesAcquire(name: string, { leaseMs, ...options }: LeaseOptions = {}): Promise<string> {
     return (await this.call('pesAcquire', [name, ...lease(leaseMs)], options))!;
   }
+  /** `tryAcquire(waitMs[, leaseMs])`: the permit id, or null when none came within the wait. */
+  async pesTryAcquire(name: string, waitMs: number, { leaseMs, timeoutMs }: LeaseOptions = {}): Promise<string | null> {
+    const id = await this.call('pesTryAcquire', [name, waitMs, ...lease(leaseMs)], { timeoutMs: timeoutMs ?? waitMs + 15_000 });
+    return id === undefined || id === 'null' ? null : id;
+  }
   async pesRelease(name: string, permitId: string): Promise<void> {
     await this.call('pesRelease', [name, permitId]);
   }
