@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Lock, LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOptions } from './locks/lock';
 import { FairLock } from './locks/fair-lock';
+import { LockError } from './errors';
+import { REDISSON_KIND_NOT_AVAILABLE } from './layouts/redisson.messages';
 import { checkLockName } from './validators';
 import { LockEngine } from './runtime/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
@@ -67,6 +69,7 @@ export class FairLockService {
   private fair(name: string, fallbackOwner: string | undefined): FairLock {
     checkLockName(name);
     const lockKey = this.engine.keys.lock(name);
+    if (this.engine.redisson) throw new LockError(REDISSON_KIND_NOT_AVAILABLE('the fair lock', name));
     return new FairLock(this.engine, name, lockKey, this.engine.ownerFor(lockKey, fallbackOwner));
   }
 }

@@ -6,6 +6,7 @@ import { MultiLock } from './locks/multi-lock';
 import { isOwnedLock } from './locks/owned-lock';
 import { RedLock } from './locks/red-lock';
 import { ReentrantLock } from './locks/reentrant-lock';
+import { RedissonLock } from './locks/redisson/redisson-lock';
 import { LockEngine } from './runtime/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
 import { runNamed } from './locks/run-locked';
@@ -128,7 +129,13 @@ export class LockService {
   }
 
   /** A reentrant lock bound to the call chain's owner of `name`, else to `fallbackOwner` or a new one. */
-  private reentrant(name: string, fallbackOwner: string | undefined): ReentrantLock {
+  private reentrant(name: string, fallbackOwner: string | undefined): ReentrantLock | RedissonLock {
+    const { redisson } = this.engine;
+    if (redisson) {
+      checkLockName(name, this.engine.keys.maxNameLength);
+      const key = redisson.mapName(name);
+      return new RedissonLock(this.engine, name, key, this.engine.ownerFor(key, fallbackOwner), key);
+    }
     checkLockName(name);
     const lockKey = this.engine.keys.lock(name);
     return new ReentrantLock(this.engine, name, lockKey, this.engine.ownerFor(lockKey, fallbackOwner));

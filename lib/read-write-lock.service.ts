@@ -1,4 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { LockError } from './errors';
+import { REDISSON_KIND_NOT_AVAILABLE } from './layouts/redisson.messages';
 import type { LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOptions } from './locks/lock';
 import { ReadWriteLock } from './locks/read-write-lock';
 import { ReadWriteLockView, type ReadWriteMode } from './locks/read-write-lock-view';
@@ -22,6 +24,7 @@ export class ReadWriteLockService {
    */
   getReadWriteLock(name: string): ReadWriteLock {
     checkLockName(name);
+    if (this.engine.redisson) throw new LockError(REDISSON_KIND_NOT_AVAILABLE('the read-write lock', name));
     const key = this.engine.keys.readWrite(name);
     return new ReadWriteLock(this.engine, name, key, this.engine.ownerFor(key, undefined));
   }
@@ -91,6 +94,7 @@ export class ReadWriteLockService {
 
   private view(mode: ReadWriteMode, name: string, fallbackOwner: string | undefined): ReadWriteLockView {
     checkLockName(name);
+    if (this.engine.redisson) throw new LockError(REDISSON_KIND_NOT_AVAILABLE('the read-write lock', name));
     const key = this.engine.keys.readWrite(name);
     return new ReadWriteLockView(this.engine, name, key, this.engine.ownerFor(key, fallbackOwner), mode);
   }

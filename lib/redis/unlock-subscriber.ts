@@ -30,6 +30,9 @@ export const LEGACY_GRANT = 'grant:';
  */
 export const NEXT = 'next:';
 
+/** A positive decimal: Redisson's write-unlock `1` or a semaphore's permit count (docs/redisson-interop.md#wake-ups). */
+const REDISSON_WAKE_ALL = /^[1-9][0-9]*$/;
+
 /** Reads a `GRANT` message: the waiter it names and what it was handed. */
 export function parseGrant(message: string): { waiterId: string; grant: HandedGrant } | undefined {
   const fields = message.slice(GRANT.length).split(' ');
@@ -285,6 +288,9 @@ export class UnlockSubscriber {
     else if (message.startsWith(NEXT)) this.nextInLine(seats, message);
     else if (message.startsWith(LEGACY_GRANT)) this.wakeNamed(seats, [legacyGrantee(message)]);
     else if (message.startsWith(WAKE_IDS)) this.wakeNamed(seats, message.slice(WAKE_IDS.length).split(' '));
+    // Redisson's messages (layout 'redisson'): '0' an unlock (one waiter per process tries, as one
+    // per JVM does), '1' a write unlock and a semaphore's new permit count (every waiter tries).
+    else if (REDISSON_WAKE_ALL.test(message)) for (const waiter of seatsOf(seats)) waiter.wake();
     else this.wakeOne(seats);
   }
 

@@ -21,6 +21,7 @@ import { Watchdog } from './watchdog';
 import { InstanceRegistry } from './instance-registry';
 import { LockTelemetry } from '../metrics/lock-telemetry';
 import { ContentionStats } from '../metrics/contention-stats';
+import { RedissonRuntime } from '../layouts/redisson-runtime';
 
 /** How long a release's outcome is kept for a resent release (ioredis replays after a reconnect). */
 const RELEASE_RECORD_TTL_MS = 10_000;
@@ -52,7 +53,12 @@ export function connectionFor(
  */
 const SUBSCRIBER_SLOTS_REFRESH_MS = 5_000;
 
-function duplicateForSubscriber(client: RedisClient): RedisClient {
+function duplicateForSubscriber(client: RedisClient, sharded: boolean): RedisClient {
+  if (client instanceof Cluster && !sharded) {
+    // Classic pub/sub on a cluster (the Redisson layout when Java does not shard): PUBLISH reaches
+    // every node, so one subscriber connection hears it.
+    return client.duplicate(undefined, { lazyConnect: true });
+  }
   if (client instanceof Cluster) {
     // shardedSubscribers: one subscriber per master, SSUBSCRIBE sent to the slot's owner and
     // re-sent when the slot map changes. Without it ioredis sends every SSUBSCRIBE to one node,
@@ -83,7 +89,6 @@ function loadScripts() {
 export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly logger = new Logger('LockModule');
   readonly client: RedisClient;
-  readonly subscriber: UnlockSubscriber;
   readonly keys: LockKeys;
   readonly ids = new OwnerIds();
   readonly holds = new HeldLocks();
@@ -114,9 +119,12 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
   readonly contention = new ContentionStats();
   /** Refuses a server too old for the scripts (at start when it is reachable, else once it is). */
   readonly serverVersion: ServerVersionCheck;
+  /** `layout: 'redisson'`: the Java side's name mapper and publish mode (docs/redisson-interop.md). */
+  readonly redisson: RedissonRuntime | undefined;
 
   private readonly ownsClient: boolean;
-  private readonly subscriberConnection: RedisClient;
+  /** Made on first use: in the Redisson layout on a cluster its kind waits for the start's probe. */
+  private subscriberParts: { connection: RedisClient; subscriber: UnlockSubscriber } | undefined;
   private shutdownStarted = false;
   private shutdownReleaseStarted = false;
   /** The connection failure was logged; quiet until the connection is ready again. */
@@ -136,10 +144,8 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       client.on('error', (error: Error) => this.connectionFailed(error));
       client.on('ready', () => (this.connectionFailureLogged = false));
     }
-    const sharded = isCluster(client);
-    this.publishCommand = sharded ? 'spublish' : 'publish';
-    this.subscriberConnection = duplicateForSubscriber(client);
-    this.subscriber = new UnlockSubscriber(this.subscriberConnection, sharded);
+    this.publishCommand = isCluster(client) ? 'spublish' : 'publish';
+    this.redisson = options.redisson && new RedissonRuntime(client, options.redisson, options.commandTimeout);
     // Waiters that could not reach Redis retry the moment the command connection is back.
     client.on('ready', this.wakeWaiters);
     this.keys = new LockKeys(options.keyPrefix, options.maxNameLength);
@@ -171,12 +177,14 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
    */
   call<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T> {
     if (this.serverVersion.refusal) return Promise.reject(this.serverVersion.refusal);
+    if (this.redisson && !this.redisson.decided) return this.redisson.ready().then(() => this.call(lockName, work));
     return boundedCall(lockName, this.options.commandTimeout, work);
   }
 
   /** `call` for an acquisition attempt: "Redis could not be asked" resolves as a `LockUnavailableError`. */
   attempt<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T | LockUnavailableError> {
     if (this.serverVersion.refusal) return Promise.reject(this.serverVersion.refusal);
+    if (this.redisson && !this.redisson.decided) return this.redisson.ready().then(() => this.attempt(lockName, work));
     return boundedAttempt(lockName, this.options.commandTimeout, work);
   }
 
@@ -200,7 +208,17 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
 
   /** The subscriber connection's state (ioredis `status`: `ready`, `connecting`, `wait` before first use...). */
   get subscriberStatus(): string {
-    return this.subscriberConnection.status;
+    return this.subscriberParts?.connection.status ?? 'wait';
+  }
+
+  /** The one subscriber connection (made on first use; see `subscriberParts`). */
+  get subscriber(): UnlockSubscriber {
+    if (!this.subscriberParts) {
+      const sharded = this.redisson ? this.redisson.sharded : isCluster(this.client);
+      const connection = duplicateForSubscriber(this.client, sharded);
+      this.subscriberParts = { connection, subscriber: new UnlockSubscriber(connection, sharded) };
+    }
+    return this.subscriberParts.subscriber;
   }
 
   /**
@@ -214,6 +232,10 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     }
     this.redlockMasters?.connect();
     try {
+      if (this.redisson) {
+        await this.redisson.ready();
+        this.redisson.logStart(this.logger, this.options.keyPrefix);
+      }
       await this.serverVersion.atStart();
       // Two redlock.clients entries reaching one server fail the start (a master down now is checked before its first vote).
       await this.redlockMasters?.identify(this.redlockMasters.masterTimeout(this.options.watchdogTimeout), { evenIfDown: true });
@@ -240,7 +262,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     waitForGraph.removeEngine(this);
     this.client.off('ready', this.wakeWaiters);
     this.serverVersion.stop();
-    this.subscriber.close(new LockShutdownError());
+    this.subscriberParts?.subscriber.close(new LockShutdownError());
     this.redlockMasters?.cancelWaits(new LockShutdownError());
     for (const hold of this.holds.all()) hold.abort(new LockShutdownError(hold.name));
     await this.runningBodies.settle(this.options.shutdownTimeout);
@@ -254,13 +276,13 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       this.instances.remove(),
     ]);
     await Promise.all([
-      closeConnection(this.subscriberConnection),
+      this.subscriberParts ? closeConnection(this.subscriberParts.connection) : Promise.resolve(),
       this.ownsClient ? closeConnection(this.client) : Promise.resolve(),
       this.redlockMasters?.close(),
     ]);
   }
 
-  private readonly wakeWaiters = (): void => this.subscriber.wakeAll();
+  private readonly wakeWaiters = (): void => this.subscriberParts?.subscriber.wakeAll();
 
   /** Logs the first failure of a connection the library opened, with its address and cause. */
   private connectionFailed(error: Error): void {

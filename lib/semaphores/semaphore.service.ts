@@ -1,4 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { LockError } from '../errors';
+import { REDISSON_KIND_NOT_AVAILABLE } from '../layouts/redisson.messages';
 import { checkLockName, checkPermits } from '../validators';
 import type { LockRunContext, RunPolicy, SkippingRunOptions, WaitingRunOptions } from '../locks/lock';
 import { runLocked } from '../locks/run-locked';
@@ -22,6 +24,7 @@ export class SemaphoreService {
   getSemaphore(name: string, options: SemaphoreOptions): Semaphore {
     checkLockName(name);
     checkPermits(options?.permits);
+    if (this.engine.redisson) throw new LockError(REDISSON_KIND_NOT_AVAILABLE('the semaphore', name));
     return new Semaphore(this.engine, name, options.permits);
   }
 

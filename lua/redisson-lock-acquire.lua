@@ -1,0 +1,29 @@
+-- Acquire or re-enter a lock in Redisson's layout (RLock; RFencedLock when fenced): exactly the
+-- writes of Redisson's tryLockInnerAsync (docs/redisson-interop.md#plain-lock), except that a
+-- re-entry never shortens a longer lease the key has (Redisson sets it).
+-- KEYS[1]  the lock hash N (Redisson's mapped name): field <owner id> = hold count; TTL = the lease
+-- KEYS[2]  RFencedLock's token counter redisson_lock_token:{N} (never expires); used when ARGV[3] = '1'
+-- ARGV[1]  lease in ms
+-- ARGV[2]  owner id ('<client uuid>:<n>', Redisson's shape, never equal to a Java owner)
+-- ARGV[3]  '1': RFencedLock (INCR the token on every grant, re-entry included, as Java does)
+-- Returns  {hold count after the grant, token or nil} when acquired or re-entered, otherwise the
+--          lock's TTL in ms (-1: held without a TTL)
+local lockKey = KEYS[1]
+local tokenKey = KEYS[2]
+local leaseMs = math.ceil(tonumber(ARGV[1]))
+local ownerId = ARGV[2]
+local fenced = ARGV[3] == '1'
+
+if redis.call('exists', lockKey) == 0 or redis.call('hexists', lockKey, ownerId) == 1 then
+  local token = false
+  if fenced then
+    token = redis.call('incr', tokenKey)
+  end
+  local count = redis.call('hincrby', lockKey, ownerId, 1)
+  -- Every lock key has a TTL: a Java waiter that reads none waits for a message only.
+  if count == 1 or redis.call('pttl', lockKey) < leaseMs then
+    redis.call('pexpire', lockKey, leaseMs)
+  end
+  return { count, token }
+end
+return redis.call('pttl', lockKey)
