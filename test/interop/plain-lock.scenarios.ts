@@ -205,12 +205,16 @@ export async function renewal(world: PlainLockWorld, layout: Layout, direction: 
   }
 }
 
-/** 5. A killed holder (SIGKILLed JVM or Node child): the other side gets in after the kill, by expiry within the watchdog timeout, never before. */
+/**
+ * 5. A killed holder (SIGKILLed JVM or Node child): the other side gets in after the kill, when the
+ * lease left at the kill has run out and within the watchdog timeout, never before.
+ */
 export async function killedHolder(world: PlainLockWorld, layout: Layout, direction: Direction): Promise<void> {
   const name = world.fresh(`killed-${layout}-${direction}`);
   const [node] = world.node(layout);
   let acquiredAt = 0;
   let killedAt = 0;
+  let pttlAtKill = 0;
   let got: boolean;
   if (direction === 'java-holds') {
     const doomed = await world.doomedJava();
@@ -226,6 +230,7 @@ export async function killedHolder(world: PlainLockWorld, layout: Layout, direct
     const waiting = lock.tryLock({ waitTime: 10_000 }).then((ok) => ((acquiredAt = Date.now()), ok));
     await nodeAsleep(node, name, () => acquiredAt !== 0);
     check(acquiredAt === 0, 'not-excluded', () => `the Node waiter got ${name} before the JVM was killed`);
+    pttlAtKill = await world.redis.raw.pttl(name);
     killedAt = Date.now();
     await doomed.kill();
     got = await waiting;
@@ -238,6 +243,7 @@ export async function killedHolder(world: PlainLockWorld, layout: Layout, direct
       const waiting = waiter.tryLock(name, 10_000).then((ok) => ((acquiredAt = Date.now()), ok));
       await javaSubscribed(world, name, () => acquiredAt !== 0);
       check(acquiredAt === 0, 'not-excluded', () => `the Java waiter got ${name} before the Node child was killed`);
+      pttlAtKill = await world.redis.raw.pttl(name);
       killedAt = Date.now();
       await child.kill();
       got = await waiting;
@@ -248,6 +254,8 @@ export async function killedHolder(world: PlainLockWorld, layout: Layout, direct
   }
   check(got, 'not-freed', () => `${name} was not free within 10 s of the kill`);
   const after = acquiredAt - killedAt;
+  // Nobody released it: the lease ran out (a renewal between the PTTL and the kill only delays that).
+  check(after >= pttlAtKill - 300, 'freed-early', () => `${name} was acquired ${after} ms after the kill with ${pttlAtKill} ms of lease left`);
   check(after <= world.watchdogMs + 1_000, 'not-freed', () => `${name} was acquired ${after} ms after the kill (watchdog ${world.watchdogMs} ms)`);
 }
 
