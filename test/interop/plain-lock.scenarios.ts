@@ -143,7 +143,6 @@ export async function wakeUp(world: PlainLockWorld, layout: Layout, direction: D
 export async function reentry(world: PlainLockWorld, layout: Layout, direction: Direction): Promise<void> {
   const name = world.fresh(`reentry-${layout}-${direction}`);
   const [node] = world.node(layout);
-  const count = async (): Promise<string[]> => Object.values(await world.redis.raw.hgetall(name));
   if (direction === 'java-holds') {
     const holder = world.a.holder(`rh-${layout}`);
     const lock = node.locks.getLock(name);
@@ -169,8 +168,10 @@ export async function reentry(world: PlainLockWorld, layout: Layout, direction: 
     await lock.lock();
     try {
       await javaRefused(waiter, name, 'held twice');
-      const fields = await count();
-      check(fields.length === 1 && fields[0] === '2', 'wrong-count', () => `${name} holds ${JSON.stringify(fields)} after two Node locks`);
+      // The owner id is the lock object's (BaseLock.ownerId): Redisson's `<uuid>:<n>` shape.
+      const owner = (lock as unknown as { ownerId: string }).ownerId;
+      const fields = await world.redis.raw.hgetall(name);
+      check(fields[owner] === '2' && Object.keys(fields).length === 1, 'wrong-count', () => `HGETALL ${name} = ${JSON.stringify(fields)} after two Node locks by ${owner}`);
       await lock.unlock();
       await javaRefused(waiter, name, 'held once more');
       await lock.unlock();
