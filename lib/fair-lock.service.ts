@@ -1,8 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Lock, LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOptions } from './locks/lock';
 import { FairLock } from './locks/fair-lock';
-import { LockError } from './errors';
-import { REDISSON_KIND_NOT_AVAILABLE } from './layouts/redisson.messages';
+import { RedissonFairLock } from './locks/redisson/redisson-fair-lock';
 import { checkLockName } from './validators';
 import { LockEngine } from './runtime/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
@@ -66,10 +65,16 @@ export class FairLockService {
   }
 
   /** A fair lock bound to the call chain's owner of `name`, else to `fallbackOwner` or a new one. */
-  private fair(name: string, fallbackOwner: string | undefined): FairLock {
+  private fair(name: string, fallbackOwner: string | undefined): FairLock | RedissonFairLock {
+    const { redisson } = this.engine;
+    if (redisson) {
+      // Java's RFairLock of the mapped name: its hash is the plain lock's, so both share one identity.
+      checkLockName(name, this.engine.keys.maxNameLength);
+      const key = redisson.mapName(name);
+      return new RedissonFairLock(this.engine, name, key, this.engine.ownerFor(key, fallbackOwner), key);
+    }
     checkLockName(name);
     const lockKey = this.engine.keys.lock(name);
-    if (this.engine.redisson) throw new LockError(REDISSON_KIND_NOT_AVAILABLE('the fair lock', name));
     return new FairLock(this.engine, name, lockKey, this.engine.ownerFor(lockKey, fallbackOwner));
   }
 }

@@ -30,7 +30,11 @@ export interface LockModuleOptions {
   watchdogTimeout?: number;
   /** `waitTime` of `run` and the decorators when none is given. Default 5000 ms. */
   defaultWaitTime?: number;
-  /** How long a fair-lock waiter stays in line without a heartbeat. Default 5000 ms. */
+  /**
+   * How long a fair-lock waiter stays in line without a heartbeat. Default 5000 ms. With
+   * `layout: 'redisson'` it is Redisson's `fairLockWaitTimeout` (a queued waiter's deadline, fixed
+   * when it joins, used when the call has no positive `waitTime`): default 300 000 ms, as Java's.
+   */
   fairLockWaiterTimeout?: number;
   /** Masters for `LockService.getRedLock`. */
   redlock?: RedLockOptions;
@@ -125,6 +129,9 @@ export const LOCK_OPTION_DEFAULTS = {
   maxNameLength: 1_024,
   deadlockCheckAfter: 1_000,
 } as const;
+
+/** Java Redisson's `Config.fairLockWaitTimeout` default: `fairLockWaiterTimeout` in the Redisson layout. */
+export const REDISSON_FAIR_LOCK_WAIT_TIMEOUT = 300_000;
 
 const KNOWN_OPTIONS = [
   'redis',
@@ -255,7 +262,12 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     keyPrefix,
     watchdogTimeout: checkMs('watchdogTimeout', pick('watchdogTimeout'), MIN_WATCHDOG_TIMEOUT),
     defaultWaitTime: checkMs('defaultWaitTime', pick('defaultWaitTime'), 0),
-    fairLockWaiterTimeout: checkMs('fairLockWaiterTimeout', pick('fairLockWaiterTimeout'), MIN_WATCHDOG_TIMEOUT),
+    // In the Redisson layout it is Java's fairLockWaitTimeout, whose default is 300 s (docs/redisson-interop.md#fair-lock).
+    fairLockWaiterTimeout: checkMs(
+      'fairLockWaiterTimeout',
+      raw.fairLockWaiterTimeout === undefined && layout === 'redisson' ? REDISSON_FAIR_LOCK_WAIT_TIMEOUT : pick('fairLockWaiterTimeout'),
+      MIN_WATCHDOG_TIMEOUT,
+    ),
     redlock,
     syncReplicas: checkCount('syncReplicas', pick('syncReplicas')),
     syncReplicasTimeout: checkMs('syncReplicasTimeout', pick('syncReplicasTimeout'), 1),

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LockError } from './errors';
-import { REDISSON_KIND_NOT_AVAILABLE } from './layouts/redisson.messages';
 import type { LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOptions } from './locks/lock';
-import { ReadWriteLock } from './locks/read-write-lock';
+import { NativeReadWriteLock, type ReadWriteLock } from './locks/read-write-lock';
 import { ReadWriteLockView, type ReadWriteMode } from './locks/read-write-lock-view';
+import { RedissonReadWriteLock, redissonReadWriteView } from './locks/redisson/redisson-read-write-lock';
+import type { OwnedLock } from './locks/owned-lock';
 import { checkLockName } from './validators';
 import { LockEngine } from './runtime/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
@@ -24,9 +24,10 @@ export class ReadWriteLockService {
    */
   getReadWriteLock(name: string): ReadWriteLock {
     checkLockName(name);
-    if (this.engine.redisson) throw new LockError(REDISSON_KIND_NOT_AVAILABLE('the read-write lock', name));
+    // Layout 'redisson': Java's RReadWriteLock of the same name (docs/redisson-interop.md#read-write).
+    if (this.engine.redisson) return new RedissonReadWriteLock(this.engine, name);
     const key = this.engine.keys.readWrite(name);
-    return new ReadWriteLock(this.engine, name, key, this.engine.ownerFor(key, undefined));
+    return new NativeReadWriteLock(this.engine, name, key, this.engine.ownerFor(key, undefined));
   }
 
   /**
@@ -92,9 +93,9 @@ export class ReadWriteLockService {
     return runNamed(this.engine, name, (n, owner) => this.view(mode, n, owner), fn, options);
   }
 
-  private view(mode: ReadWriteMode, name: string, fallbackOwner: string | undefined): ReadWriteLockView {
+  private view(mode: ReadWriteMode, name: string, fallbackOwner: string | undefined): OwnedLock {
     checkLockName(name);
-    if (this.engine.redisson) throw new LockError(REDISSON_KIND_NOT_AVAILABLE('the read-write lock', name));
+    if (this.engine.redisson) return redissonReadWriteView(this.engine, mode, name, fallbackOwner);
     const key = this.engine.keys.readWrite(name);
     return new ReadWriteLockView(this.engine, name, key, this.engine.ownerFor(key, fallbackOwner), mode);
   }

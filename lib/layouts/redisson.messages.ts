@@ -46,3 +46,6 @@ export const REDISSON_NO_TOKEN = (call: string): string =>
 
 export const REDISSON_BAD_CLUSTER_NAME = (name: string, mapped: string): string =>
   `lock name "${name.slice(0, 200)}" maps to "${mapped.slice(0, 200)}", which has a '{' but no hash tag: Redisson's keys of it would land in different cluster slots`;
+
+export const REDISSON_REUSED_AS_READ_WRITE = (name: string): string =>
+  `lock "${name.slice(0, 200)}": its key holds a plain lock; in layout 'redisson' a plain and a read-write lock of one name share it (use one kind per name)`;

@@ -7,7 +7,17 @@ import { ReadWriteLockView } from './read-write-lock-view';
  * downgrades). Its two views share this object's owner, so `writeLock().lock()` followed by
  * `readLock().lock()` downgrades, while `readLock()` then `writeLock()` is a `LockUpgradeError`.
  */
-export class ReadWriteLock {
+export interface ReadWriteLock {
+  /** The lock's name, shared by its read and write views. */
+  readonly name: string;
+  /** Shared with other readers; `isLocked()` is true while the lock is held in read mode. */
+  readLock(): Lock;
+  /** Exclusive; `isLocked()` is true while the lock is held in write mode. */
+  writeLock(): Lock;
+}
+
+/** The read-write lock of the native layout (docs/architecture.md#read-write). */
+export class NativeReadWriteLock implements ReadWriteLock {
   private readonly read: ReadWriteLockView;
   private readonly write: ReadWriteLockView;
 

@@ -283,6 +283,9 @@ const COMMANDS: Record<string, Command> = {
       return get ? previous! : OK;
     },
   },
+  incr: { minArgs: 1, run: (keyspace, [key], now) => incrementString(keyspace, key, 1, now) },
+  incrby: { minArgs: 2, run: (keyspace, [key, by], now) => incrementString(keyspace, key, integer(by), now) },
+  decrby: { minArgs: 2, run: (keyspace, [key, by], now) => incrementString(keyspace, key, -integer(by), now) },
   hset: {
     minArgs: 3,
     run: (keyspace, [key, ...pairs], now) => {
@@ -305,6 +308,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   hexists: { minArgs: 2, run: (keyspace, [key, field], now) => (keyspace.read(key, 'hash', now)?.has(field) ? 1 : 0) },
+  hkeys: { minArgs: 1, run: (keyspace, [key], now) => [...(keyspace.read(key, 'hash', now) ?? new Map<string, string>()).keys()] },
   hlen: { minArgs: 1, run: (keyspace, [key], now) => keyspace.read(key, 'hash', now)?.size ?? 0 },
   hgetall: {
     minArgs: 1,
@@ -432,6 +436,16 @@ const COMMANDS: Record<string, Command> = {
       return value === undefined ? null : formatScore(value);
     },
   },
+  zincrby: {
+    minArgs: 3,
+    run: (keyspace, [key, by, member], now) => {
+      const delta = score(by);
+      const zset = keyspace.write(key, 'zset', now, () => new Map());
+      const value = (zset.get(member) ?? 0) + delta;
+      zset.set(member, value);
+      return formatScore(value);
+    },
+  },
   zrem: {
     minArgs: 2,
     run: (keyspace, [key, ...members], now) => {
@@ -485,6 +499,15 @@ const COMMANDS: Record<string, Command> = {
     },
   },
 };
+
+/** INCR/INCRBY/DECRBY: an integer string, kept with its TTL (Redisson's counters and fencing token). */
+function incrementString(keyspace: Keyspace, key: string, by: number, now: number): number {
+  const current = keyspace.read(key, 'string', now);
+  if (current !== undefined && !/^-?\d+$/.test(current)) throw error(NOT_INTEGER);
+  const next = Number(current ?? 0) + by;
+  keyspace.setString(key, String(next), keyspace.lookup(key, now)?.expiresAt);
+  return next;
+}
 
 /** Command names the keyspace answers (publish and friends are the server's). */
 export const KEYSPACE_COMMANDS: readonly string[] = Object.keys(COMMANDS);

@@ -1,6 +1,6 @@
 import { LockService } from '../../lib';
 import type { LockRunContext } from '../../lib';
-import { describeLockContract, describeRunContract, type LockKind, type RunKind } from '../support/lock-contract';
+import { describeLockContract, describeRunContract, kitEngine, type LockKind, type RunKind } from '../support/lock-contract';
 
 /**
  * `LockService`'s lock in layout 'redisson' (Java's RLock, as RFencedLock so runs carry tokens)
@@ -22,3 +22,7 @@ const redissonLock: LockKind & RunKind = {
 
 describeLockContract(redissonLock);
 describeRunContract(redissonLock);
+
+// The testing kit runs the same scripts in its in-memory Redis: users' unit tests see the same lock.
+describeLockContract(redissonLock, kitEngine);
+describeRunContract(redissonLock, kitEngine);

@@ -62,8 +62,8 @@ export abstract class RedissonBaseLock extends BaseLock {
     return this.engine.redisson as RedissonRuntime;
   }
 
-  /** @internal No line: waiters only sleep and wake on messages. */
-  readonly joinsLineOnFirstAttempt = false;
+  /** @internal No line of ours: waiters only sleep and wake on messages (a fair lock queues in Redisson's queue). */
+  readonly joinsLineOnFirstAttempt: boolean = false;
 
   /** @internal Java holders keep no wait-for records: deadlocks are found within this process only. */
   override get waitTarget(): WaitTarget {
@@ -113,6 +113,15 @@ export abstract class RedissonBaseLock extends BaseLock {
     );
   }
 
+  /**
+   * A busy attempt's answer: how long the lock may stay busy (ms; -1: unknown, back off). A kind may
+   * read its own codes here (a read-write lock's upgrade refusal throws).
+   */
+  protected busyOutcome(reply: unknown): number {
+    const ttl = Number(reply);
+    return ttl > 0 ? ttl : -1;
+  }
+
   private attemptAnswered(account: HoldAccount, reply: unknown): AttemptOutcome {
     // Unanswered: from now on not accounted for, so a later surplus check takes back what it granted.
     account.inFlight -= 1;
@@ -122,8 +131,7 @@ export abstract class RedissonBaseLock extends BaseLock {
     }
     if (!Array.isArray(reply)) {
       this.settleAccount(account);
-      const ttl = Number(reply);
-      return ttl > 0 ? ttl : -1;
+      return this.busyOutcome(reply);
     }
     const count = Number(reply[0]);
     const token = reply[1] === null || reply[1] === undefined ? undefined : Number(reply[1]);

@@ -1,0 +1,19 @@
+-- Delete a Redisson RReadWriteLock held in the given mode, whoever holds it, and wake its waiters:
+-- Redisson's forceUnlock of the read or write lock (docs/redisson-interop.md#read-write).
+-- KEYS[1]  the lock's hash N (see redisson-read-acquire.lua)
+-- KEYS[2]  the lock's channel redisson_rwlock:{N}
+-- ARGV[1]  the mode it must be held in: 'read' or 'write'
+-- ARGV[2]  publish command: 'PUBLISH' or 'SPUBLISH'
+-- Returns  1 when the lock was held in that mode and deleted (waiters woken: 0 after a read, 1
+--          after a write), 0 otherwise
+local rwKey = KEYS[1]
+local channel = KEYS[2]
+local mode = ARGV[1]
+local publishCommand = ARGV[2]
+
+if redis.call('hget', rwKey, 'mode') == mode then
+  redis.call('del', rwKey)
+  redis.call(publishCommand, channel, mode == 'write' and '1' or '0')
+  return 1
+end
+return 0
