@@ -63,7 +63,11 @@ export function buildRedissonDriver(version: string): string {
   const digest = sourceDigest(version);
   if (existsSync(jar) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === digest) return jar;
   const mvn = process.env.MVN_BIN || 'mvn';
-  const run = spawnSync(mvn, ['-q', '-B', '-DskipTests', `-Dredisson.version=${version}`, 'clean', 'package'], {
+  const args = ['-q', '-B', '-DskipTests', `-Dredisson.version=${version}`];
+  // CI keeps its Maven repository in its own cache folder (.ci/interop) and builds offline once it is warm.
+  if (process.env.MVN_REPO_LOCAL) args.push(`-Dmaven.repo.local=${process.env.MVN_REPO_LOCAL}`);
+  if (process.env.MVN_OFFLINE === '1') args.push('--offline');
+  const run = spawnSync(mvn, [...args, 'clean', 'package'], {
     cwd: DRIVER_DIR,
     encoding: 'utf8',
     timeout: 600_000,
