@@ -25,9 +25,10 @@ export class Permit {
     readonly take: number,
     /**
      * Strictly greater than every token handed out before for this semaphore, by any process.
-     * Undefined in layout 'redisson' (Redisson's semaphores keep no token).
+     * 0 in layout 'redisson', whose semaphores keep no token (docs/redisson-interop.md#semaphores):
+     * below every real token, so a fenced store never takes it for a newer holder's.
      */
-    readonly fencingToken: number | undefined,
+    readonly fencingToken: number,
     private readonly hold: HeldLock,
   ) {}
 

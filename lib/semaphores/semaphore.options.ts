@@ -68,8 +68,8 @@ export interface SemaphoreInfo {
     permits: number;
     /** Remaining lease in ms. */
     ttl: number;
-    /** The permits' fencing token (undefined in layout 'redisson': no tokens there). */
-    fencingToken: number | undefined;
+    /** The permits' fencing token (0 in layout 'redisson': no tokens there). */
+    fencingToken: number;
     /**
      * When the permits were granted, in ms on the server's clock: read from the fencing token (the
      * server's clock in µs at the grant; see `LockHolderInfo.heldSince` for its precision).

@@ -104,7 +104,7 @@ export class RedissonPermitRequest implements Contender<Permit | null> {
     const hold = engine.holds.acquired(semaphore.name, semaphore.holdKey, waiterId, terms);
     hold.permits = take;
     const source: PermitSource = { name: semaphore.name, engine, giveBack: () => semaphore.giveBackIds(ids) };
-    const permit = new Permit(source, waiterId, take, undefined, hold);
+    const permit = new Permit(source, waiterId, take, 0, hold);
     idsOfPermit.set(permit, ids);
     return permit;
   }

@@ -78,7 +78,7 @@ export class RedissonSemaphore extends Semaphore {
     for (let i = 0; i < holders.length; i += 2) {
       const deadline = Number(holders[i + 1]);
       if (deadline <= now) continue;
-      (info.holders as unknown[]).push({ ownerId: holders[i], permits: 1, ttl: deadline - now, fencingToken: undefined });
+      (info.holders as unknown[]).push({ ownerId: holders[i], permits: 1, ttl: deadline - now, fencingToken: 0 });
     }
     return info;
   }
