@@ -134,6 +134,25 @@ describeOnCluster("layout 'redisson' on a Redis Cluster", () => {
     }
   });
 
+  it("'auto' fails the start when a master cannot be asked (here: PUBSUB refused by its ACL), naming it and the way out", async () => {
+    const master = cluster.masters[1];
+    const admin = master.client();
+    await admin.call('ACL', 'SETUSER', 'default', '-pubsub');
+    try {
+      await expect(createLockApp({ redis: cluster.cluster(), layout: 'redisson' })).rejects.toThrow(
+        new RegExp(`could not tell whether Redisson uses sharded pub/sub \\(PUBSUB SHARDNUMSUB on 127\\.0\\.0\\.1:${master.port}: NOPERM.*Set redisson\\.shardedSubscription to 'on' or 'off'`),
+      );
+      // Told which one the Java side resolved, the start goes on.
+      const app = await createLockApp({ redis: cluster.cluster(), layout: 'redisson', redisson: { shardedSubscription: 'on' } }).catch((error: Error) => error);
+      expect(app).toBeInstanceOf(Error); // 'on' asks every master too: the one that refuses is named
+      const off = await createLockApp({ redis: cluster.cluster(), layout: 'redisson', redisson: { shardedSubscription: 'off' } });
+      await off.close();
+    } finally {
+      await admin.call('ACL', 'SETUSER', 'default', '+pubsub');
+      admin.disconnect();
+    }
+  });
+
   it("a mapped name with a '{' but no hash tag is refused (Redisson's own keys of it would span slots)", async () => {
     const app = await createLockApp({ redis: cluster.cluster(), layout: 'redisson' });
     try {
