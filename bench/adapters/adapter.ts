@@ -26,6 +26,8 @@ export interface AdapterSpec {
   readonly reference?: boolean;
   /** A row of the "Redisson layout: W1 and W4" section (harness/redisson-layout-section.ts). */
   readonly redissonLayout?: boolean;
+  /** The workloads it runs, when not all of them; its row leaves the others out. */
+  readonly workloads?: readonly WorkloadId[];
   /**
    * Measured outside the Node workers (Java Redisson in a JVM): runs its workloads itself; `create`
    * is not used.
@@ -39,8 +41,6 @@ export interface AdapterSpec {
 
 /** A library measured by a program of its own (bench/adapters/redisson-java.ts). */
 export interface ExternalWorkloads {
-  /** What it measures; its row leaves the other workloads out. */
-  readonly workloads: readonly WorkloadId[];
   /** One run of `workload`, the figures of the Node workload's result (plus `setupMs`). */
   run(workload: WorkloadId, redisUrl: string, settings: BenchSettings, timeoutMs: number): Promise<MeasuredOutside>;
 }
@@ -50,9 +50,9 @@ export interface MeasuredOutside {
   readonly setupMs: number;
 }
 
-/** Whether `spec` measures `workload` (an external one only its own). */
+/** Whether `spec` measures `workload`. */
 export function measures(spec: AdapterSpec, workload: WorkloadId): boolean {
-  return !spec.external || spec.external.workloads.includes(workload);
+  return !spec.workloads || spec.workloads.includes(workload);
 }
 
 /** The lease every adapter asks for where the library needs one: long enough never to expire mid-run. */

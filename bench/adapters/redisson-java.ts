@@ -18,8 +18,8 @@ export function redissonJavaSpec(version: string): AdapterSpec {
     label: `Java Redisson ${version}, RLock`,
     settings: `getLock(name).tryLock(5 s) (watchdog, lockWatchdogTimeout 30 s), body, unlock() in finally; Config defaults, single server; one JVM per process (-Xmx256m), JIT warmed up before the window (uncontended calls until no compilation for ${FULL.jvm.jitQuietMs / 1000} s, at most ${FULL.jvm.jitMaxMs / 1000} s); W4 leaves its first ${FULL.jvm.warmupHandoffs} hand-offs out`,
     redissonLayout: true,
+    workloads: ['w1', 'w4'],
     external: {
-      workloads: ['w1', 'w4'],
       async run(workload, redisUrl, settings, timeoutMs) {
         const { runJavaW1, runJavaW4 } = await import('../workloads/redisson-java');
         if (workload === 'w1') return runJavaW1(built(), redisUrl, settings, timeoutMs);
