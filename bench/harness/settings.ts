@@ -1,6 +1,6 @@
 /**
- * Sizes of every workload. `full` is what `npm run bench` runs (about 8-10 minutes on 2 cores);
- * BENCH_QUICK=1 selects `quick`, for trying the harness out.
+ * Sizes of every workload. `full` is what `npm run bench` runs (about 9 minutes on 2 cores, plus
+ * about 4 for the Redisson-layout rows, Java Redisson's JVMs included); BENCH_QUICK=1 selects `quick`, for trying the harness out.
  */
 export interface BenchSettings {
   readonly repetitions: number;
