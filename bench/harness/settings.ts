@@ -36,7 +36,7 @@ export const FULL: BenchSettings = {
   roundTrips: { calls: 3000 },
   wake: { messages: 200, gapMs: 10, gapJitterMs: 10 },
   cliLatencySeconds: 2,
-  jvm: { jitQuietMs: 1000, jitMaxMs: 20_000, warmupHandoffs: 20 },
+  jvm: { jitQuietMs: 1000, jitMaxMs: 30_000, warmupHandoffs: 20 },
 };
 
 export const QUICK: BenchSettings = {
