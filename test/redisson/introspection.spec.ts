@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
+import type { Cluster } from 'ioredis';
 import { FairLockService, LockModule, LockService, ReadWriteLockService, type LockInfo } from '../../lib';
 import { LockBoardModule } from '../../lib/board';
 import type { BoardSnapshot } from '../../lib/board/board-snapshots';
@@ -12,6 +13,7 @@ import { SimulatedNetwork } from '../../lib/testing/simulated-network';
 import { AUTH, startBoardApp, TokenGuard } from '../board/board-app';
 import { createLockApp, deferred, waitUntil } from '../support/lock-app';
 import { startRedis, type TestRedis } from '../support/redis-server';
+import { describeOnCluster, namesOnEveryMaster, startRedisCluster, type TestRedisCluster } from '../support/redis-cluster';
 
 /**
  * `inspect`, `list`, the lock board and the kit's `loseLock` in layout 'redisson', on a real Redis:
@@ -321,5 +323,48 @@ describe('testing kit in layout redisson', () => {
     expect(info.holders).toHaveLength(1);
     expect(info.holders[0]).toMatchObject({ holdCount: 1, mode: 'read' });
     await again.unlock();
+  });
+});
+
+describeOnCluster('introspection in layout redisson on a 3-master cluster', () => {
+  let servers: TestRedisCluster;
+  let raw: Cluster;
+  let app: TestingModule;
+  let clientId: string;
+
+  beforeAll(async () => {
+    servers = await startRedisCluster(3);
+    raw = servers.cluster();
+    app = await createLockApp({ redis: servers.cluster(), layout: 'redisson', watchdogTimeout: WATCHDOG_MS });
+    clientId = app.get(LockEngine).instances.self.clientId;
+  });
+  afterAll(async () => {
+    await app?.close();
+    await servers?.stop();
+  });
+
+  it("inspect attributes Node holders (instance records in other slots) and reads readers' timeout keys; list walks every master", async () => {
+    const names = (await namesOnEveryMaster(servers, 'cl', 1, (name) => name)).flat();
+    const locks = app.get(LockService);
+    const rw = app.get(ReadWriteLockService);
+    const plain = locks.getLock(names[0]);
+    await plain.lock();
+    const read = rw.getReadWriteLock(names[1]).readLock();
+    await read.lock();
+    await raw.hincrby(names[2], `${JAVA}:8`, 1);
+    await raw.pexpire(names[2], 30_000);
+
+    expect(await locks.inspect(names[0])).toMatchObject({ locked: true, holders: [{ holdCount: 1, instance: { clientId } }] });
+    const readInfo = await rw.inspect(names[1]);
+    expect(readInfo).toMatchObject({ kind: 'read-write', mode: 'read', holders: [{ mode: 'read', instance: { clientId } }] });
+    expect(readInfo.holders[0].ttl).toBeGreaterThan(0);
+    const javaInfo = await locks.inspect(names[2]);
+    expect(javaInfo.holders).toEqual([{ ownerId: `${JAVA}:8`, holdCount: 1 }]);
+
+    const listed: LockInfo[] = [];
+    for await (const info of locks.list({ match: 'cl-*' })) listed.push(info);
+    expect(listed.map((info) => info.name).sort()).toEqual([...names].sort());
+    await plain.unlock();
+    await read.unlock();
   });
 });
