@@ -83,6 +83,9 @@ export class LockService {
    * fencing token, the waiting line if a fair lock of the name has one, and the Redis server's
    * clock (`serverTime`, ms) that `ttl` and `heldSince` are on: a hold's age is
    * `serverTime - heldSince` whatever this process's clock says. A free lock says `locked: false`.
+   * In layout 'redisson' (docs/redisson-interop.md#introspection) a Java holder shows its owner id
+   * and count only, no hold has `heldSince`, `fencingToken` is the last token handed out (with
+   * `redisson.fencedLocks` only), and a read-write lock found at the name's key is reported as one.
    * @throws {@link InvalidLockNameError} (rejects) `name` is not a non-empty string (or {@link LockNameTooLongError} when too long).
    * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
    */
@@ -99,7 +102,8 @@ export class LockService {
    * Every reentrant, fair and read-write lock and every semaphore that exists now (SCAN, bounded,
    * on every master of a cluster), each as its own kind under its own name, as `inspect` describes
    * it; `match` filters the names (`'order:*'`: at most 4 wildcards; an invalid or too costly
-   * pattern is refused with a `TypeError`).
+   * pattern is refused with a `TypeError`). In layout 'redisson': every hash whose fields are Redisson
+   * lock owners (and `mode`), reported under its Redis key; semaphores are not listed.
    * @throws {@link LockNamePatternError} (on iteration) `match` is invalid or too costly.
    * @throws {@link LockUnavailableError} (on iteration) Redis could not be asked.
    */

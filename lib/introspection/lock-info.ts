@@ -115,7 +115,9 @@ export interface ListLocksOptions {
    * Glob on the lock name (Redis `MATCH` syntax: `*`, `?`, `[abc]`, `[^a-z]`, `\x`), e.g. `'order:*'`.
    * Default: all. Matched by the library on names, never by Redis; a pattern with more than 4
    * wildcards, longer than twice `maxNameLength`, or invalid (`[z-a]`, an unclosed `[`) is refused
-   * with a `TypeError` saying why.
+   * with a `TypeError` saying why. In layout 'redisson' it is applied to Redis key names, which
+   * are the names themselves unless a `redisson.nameMapper` is set: list then reports mapped keys
+   * (the mapper cannot be run backwards).
    */
   match?: string;
   /** SCAN's `COUNT` hint: keys looked at per round trip (default 100; 1 to 10,000, else a `TypeError`). */
