@@ -26,8 +26,11 @@ export interface RedLockCalls {
   acquire(client: RedisClient, leaseMs: number, ownerId: string, reentry: boolean): Promise<number | false>;
   /** Raises a granting master's fence to the RedLock's token (only when `fenced`); true while the owner holds it there. */
   fence(client: RedisClient, token: number, ownerId: string): Promise<boolean>;
-  /** The watchdog's (extend-only) renewal on one master: true while the owner holds it there. */
-  renew(client: RedisClient, leaseMs: number, ownerId: string): Promise<boolean>;
+  /**
+   * The watchdog's renewal on one master, or with `exact` the lease set to `leaseMs` (`minHoldTime`
+   * at the last release): true while the owner holds it there.
+   */
+  renew(client: RedisClient, leaseMs: number, ownerId: string, exact: boolean): Promise<boolean>;
   /** One release of every hold of the owner, for all masters: true on a master where it was deleted. */
   release(ownerId: string): MasterQuestion;
   /** `forceUnlock` for all masters (throws a `TypeError` for options the layout cannot honour): true where deleted. */
@@ -67,6 +70,7 @@ export class NativeRedLockCalls implements RedLockCalls {
     return (await scripts.fence.run(client, this.keys, [token, ownerId, this.fenceMemoryMs])) === 1;
   }
 
+  /** Always the exact lease (the native RedLock's renewal since it exists). */
   async renew(client: RedisClient, leaseMs: number, ownerId: string): Promise<boolean> {
     return (await scripts.renew.run(client, [this.key], [leaseMs, ownerId])) === 1;
   }

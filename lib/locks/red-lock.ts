@@ -91,7 +91,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     if (!hold || hold.holdCount > 1) return this.unlock();
     // Out of the registry first, as a release: the watchdog must not renew it past `ms` meanwhile.
     this.engine.holds.released(hold);
-    if (!(await this.renew(ms))) throw new LockNotHeldError(this.name);
+    if (!(await this.renew(ms, true))) throw new LockNotHeldError(this.name);
   }
 
   async lock(options?: LockOptions): Promise<void> {
@@ -294,10 +294,11 @@ export class RedLock implements OwnedLock, Contender<boolean> {
   /**
    * The watchdog's renewal: true while a majority still holds the lock for this owner; false once
    * a majority no longer can (then the minority's leftovers are released too); a rejection when
-   * too few masters answered to tell, which the watchdog retries until the lease runs out.
+   * too few masters answered to tell, which the watchdog retries until the lease runs out. `exact`:
+   * the lease becomes `leaseMs` (`keepHeldFor`), else a longer one is kept where the layout says so.
    */
-  private async renew(leaseMs: number): Promise<boolean> {
-    const votes = await this.masters.ask((client) => this.calls.renew(client, leaseMs, this.ownerId), this.masters.masterTimeout(leaseMs));
+  private async renew(leaseMs: number, exact = false): Promise<boolean> {
+    const votes = await this.masters.ask((client) => this.calls.renew(client, leaseMs, this.ownerId, exact), this.masters.masterTimeout(leaseMs));
     const { quorum, clients } = this.masters;
     if (votes.yes >= quorum) return true;
     if (votes.no > clients.length - quorum) {

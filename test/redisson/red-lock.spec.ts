@@ -3,6 +3,8 @@ import type Redis from 'ioredis';
 import { LockService } from '../../lib';
 import { RedissonNames } from '../../lib/layouts/redisson-names';
 import type { RedLock } from '../../lib/locks/red-lock';
+import { runLocked } from '../../lib/locks/run-locked';
+import { LockEngine } from '../../lib/runtime/lock-engine';
 import { CommandMonitor, scriptCallWith } from '../support/command-monitor';
 import { createLockApp, sleep } from '../support/lock-app';
 import type { TestRedis } from '../support/redis-server';
@@ -182,6 +184,17 @@ describe('RedLock in layout redisson, 3 independent masters', () => {
     } finally {
       monitor.stop();
     }
+  });
+
+  it('minHoldTime: the last release sets the lease to what is left of it on every master (not extend-only)', async () => {
+    const name = fresh();
+    const lock = redLock(app, name);
+    // A 20 s lease, released at once with a 2 s minimum hold: the key must then live ~2 s, not 20.
+    await runLocked(app.get(LockEngine), lock, async () => undefined, { leaseTime: 20_000, minHoldTime: 2_000 });
+    await waitFor(async () => (await Promise.all(raws.map((raw) => raw.pttl(name)))).every((ttl) => ttl > 0 && ttl <= 2_000), {
+      what: `${name} kept for the minimum hold on every master`,
+    });
+    expect(await redLock(other, name).tryLock()).toBe(false);
   });
 
   // Last: it stops master 2 for good.

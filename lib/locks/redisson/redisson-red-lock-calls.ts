@@ -45,7 +45,7 @@ export class RedissonRedLockCalls implements RedLockCalls {
   }
 
   async acquire(client: RedisClient, leaseMs: number, ownerId: string, reentry: boolean): Promise<number | false> {
-    if (reentry) return (await this.renew(client, leaseMs, ownerId)) ? 0 : false;
+    if (reentry) return (await this.renew(client, leaseMs, ownerId, false)) ? 0 : false;
     // A reply {count} is a grant (count > 1 only when an earlier hold's release never reached this
     // master: the release takes every count); a number is the TTL of another owner's hold.
     const reply = await scripts.acquire.run(client, [this.key, RedissonNames.fenceToken(this.key)], [leaseMs, ownerId, 0]);
@@ -56,8 +56,9 @@ export class RedissonRedLockCalls implements RedLockCalls {
     return Promise.resolve(true);
   }
 
-  async renew(client: RedisClient, leaseMs: number, ownerId: string): Promise<boolean> {
-    return (await scripts.renew.run(client, [this.key], [leaseMs, ownerId, 1])) === 1;
+  /** Redisson's renewal (`HEXISTS` + `PEXPIRE`), extend-only unless `exact` (the release that keeps it for `minHoldTime`). */
+  async renew(client: RedisClient, leaseMs: number, ownerId: string, exact: boolean): Promise<boolean> {
+    return (await scripts.renew.run(client, [this.key], [leaseMs, ownerId, exact ? 0 : 1])) === 1;
   }
 
   /**
