@@ -20,12 +20,7 @@ local publishCommand = ARGV[2]
 local latchTtlMs = tonumber(ARGV[3])
 local guard = tonumber(ARGV[4])
 
-if latchTtlMs > 0 then
-  local answered = redis.call('get', latchKey)
-  if answered then
-    return tonumber(answered)
-  end
-end
+-- #include redisson-unlock-latch
 local held = tonumber(redis.call('hget', lockKey, ownerId))
 if not held then
   return nil
@@ -44,7 +39,4 @@ else
   redis.call('del', lockKey)
   redis.call(publishCommand, channel, '0')
 end
-if latchTtlMs > 0 then
-  redis.call('set', latchKey, outcome, 'px', latchTtlMs)
-end
-return outcome
+return answered(outcome)

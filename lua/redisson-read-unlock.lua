@@ -27,19 +27,7 @@ local publishCommand = ARGV[2]
 local latchTtlMs = tonumber(ARGV[3])
 local guard = tonumber(ARGV[4])
 
-if latchTtlMs > 0 then
-  local replayed = redis.call('get', latchKey)
-  if replayed then
-    return tonumber(replayed)
-  end
-end
--- The answer, kept for a resend of this call (Redisson's latch; none in surplus form).
-local function answered(outcome)
-  if latchTtlMs > 0 then
-    redis.call('set', latchKey, outcome, 'px', latchTtlMs)
-  end
-  return outcome
-end
+-- #include redisson-unlock-latch
 
 local mode = redis.call('hget', rwKey, 'mode')
 if mode == false then

@@ -39,20 +39,20 @@ describe.each(ENGINES())('force release on a fencing token ($name)', (engine: Co
     await waitUntil(async () => (await semaphores.inspect(name)).waiters.length === 1);
 
     await expect(semaphores.forceRelease(name, { fencingToken: 0 })).rejects.toThrow(TypeError);
-    await expect(semaphores.forceRelease(name, { fencingToken: held.fencingToken, permitId: '' })).rejects.toThrow(TypeError);
+    await expect(semaphores.forceRelease(name, { fencingToken: held.fencingToken!, permitId: '' })).rejects.toThrow(TypeError);
     // Not the token the holder has, or not that holder's: nothing changes.
-    expect(await semaphores.forceRelease(name, { fencingToken: held.fencingToken + 1_000 })).toBe(false);
-    expect(await semaphores.forceRelease(name, { permitId: bystander.ownerId, fencingToken: held.fencingToken })).toBe(false);
+    expect(await semaphores.forceRelease(name, { fencingToken: held.fencingToken! + 1_000 })).toBe(false);
+    expect(await semaphores.forceRelease(name, { permitId: bystander.ownerId, fencingToken: held.fencingToken! })).toBe(false);
     expect((await semaphores.inspect(name)).holders.map((h) => h.ownerId).sort()).toEqual([held.ownerId, bystander.ownerId].sort());
 
     // By its token alone (as an operator saw it): taken back, and the waiter in line gets them.
-    expect(await semaphores.forceRelease(name, { fencingToken: held.fencingToken })).toBe(true);
+    expect(await semaphores.forceRelease(name, { fencingToken: held.fencingToken! })).toBe(true);
     const granted = await waiting;
-    expect(granted.fencingToken).toBeGreaterThan(held.fencingToken);
+    expect(granted.fencingToken).toBeGreaterThan(held.fencingToken!);
     const info = await semaphores.inspect(name);
     expect(info.holders.map((h) => h.ownerId).sort()).toEqual([bystander.ownerId, granted.ownerId].sort());
     expect(info).toMatchObject({ permits: 3, available: 0, waiters: [] });
-    expect(await semaphores.forceRelease(name, { fencingToken: held.fencingToken })).toBe(false);
+    expect(await semaphores.forceRelease(name, { fencingToken: held.fencingToken! })).toBe(false);
 
     // The holder learns it at its next renewal, and its release says it held nothing.
     await waitUntil(() => held.signal.aborted, 5_000);
@@ -60,10 +60,10 @@ describe.each(ENGINES())('force release on a fencing token ($name)', (engine: Co
     await expect(held.release()).rejects.toThrow(LockNotHeldError);
 
     // With its permit id too.
-    expect(await semaphores.forceRelease(name, { permitId: granted.ownerId, fencingToken: granted.fencingToken })).toBe(true);
+    expect(await semaphores.forceRelease(name, { permitId: granted.ownerId, fencingToken: granted.fencingToken! })).toBe(true);
     expect((await semaphores.inspect(name)).holders.map((h) => h.ownerId)).toEqual([bystander.ownerId]);
     await bystander.release();
-    expect(await semaphores.forceRelease(name, { fencingToken: bystander.fencingToken })).toBe(false);
+    expect(await semaphores.forceRelease(name, { fencingToken: bystander.fencingToken! })).toBe(false);
     expect(await raw.exists(`lock:sem:{${name}}`)).toBe(0);
   });
 

@@ -61,7 +61,7 @@ describeOnCluster('semaphores on Redis Cluster (3 masters)', () => {
         await held[1].release();
         const next = await waiting;
         expect(Date.now() - releasedAt).toBeLessThan(1_000);
-        expect(next.fencingToken).toBeGreaterThan(Math.max(...held.map((p) => p.fencingToken)));
+        expect(next.fencingToken).toBeGreaterThan(Math.max(...held.map((p) => p.fencingToken!)));
         await next.release();
         expect(await app.get(SemaphoreService).inspect(name)).toMatchObject({ permits: undefined, holders: [], waiters: [] });
         // The subscription is dropped with the last waiter.

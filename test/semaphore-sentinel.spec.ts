@@ -69,7 +69,7 @@ describe('semaphores through Sentinel', () => {
     // ...and the waiter, which waited through the failover, gets a permit when one is released.
     await keptPermits[0].release();
     const next = await waiting;
-    expect(next.fencingToken).toBeGreaterThan(Math.max(...keptPermits.map((p) => p.fencingToken)));
+    expect(next.fencingToken).toBeGreaterThan(Math.max(...keptPermits.map((p) => p.fencingToken!)));
     await next.release();
     await keptPermits[1].release();
     expect(keptPermits[1].signal.aborted).toBe(false);

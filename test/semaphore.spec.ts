@@ -98,7 +98,7 @@ describe('SemaphoreService', () => {
     await held.release();
     const next = await waiting;
     expect(Date.now() - releasedAt).toBeLessThan(1_000);
-    expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+    expect(next.fencingToken).toBeGreaterThan(held.fencingToken!);
     await next.release();
   });
 
@@ -163,7 +163,7 @@ describe('SemaphoreService', () => {
     const tokens: number[] = [];
     for (let i = 0; i < 5; i++) {
       const [p, q] = await Promise.all([semaphore.acquire(), semaphore.acquire()]);
-      tokens.push(Math.min(p.fencingToken, q.fencingToken), Math.max(p.fencingToken, q.fencingToken));
+      tokens.push(Math.min(p.fencingToken!, q.fencingToken!), Math.max(p.fencingToken!, q.fencingToken!));
       expect(p.fencingToken).not.toBe(q.fencingToken);
       await Promise.all([p.release(), q.release()]);
     }

@@ -1,6 +1,12 @@
 import { INVALID_OPTION, UNKNOWN_OPTION } from '../lock.messages';
 import { REDISSON_DEADLOCK_CHECK, REDISSON_MAPPER_RESULT, REDISSON_MAPPER_THREW, REDISSON_WITHOUT_LAYOUT } from './redisson.messages';
 
+/** Redisson's `NameMapper` as an object (the Java side's `map`). */
+export interface RedissonNameMapper {
+  /** Lock name -> Redis key, as the Java side's `NameMapper.map` does. */
+  map(name: string): string;
+}
+
 /**
  * How the Java services' Redisson names and wakes locks, mirrored here (docs/redisson-interop.md).
  * Only with `layout: 'redisson'`.
@@ -10,7 +16,7 @@ export interface RedissonLayoutOptions {
    * The Java side's `Config.setNameMapper`: lock name -> Redis key. Default: the name itself
    * (Redisson's `NameMapper.direct()`). It must return the same non-empty string every time.
    */
-  nameMapper?: ((name: string) => string) | { map(name: string): string };
+  nameMapper?: ((name: string) => string) | RedissonNameMapper;
   /**
    * The Java side's `shardedSubscriptionMode` (cluster mode only): `'auto'` (Redisson's default:
    * sharded pub/sub when every master answers `PUBSUB SHARDNUMSUB`, i.e. Redis/Valkey 7.0+),

@@ -27,7 +27,7 @@ export const REDISSON_MAPPER_FAILED_FOR = (name: string, message: string): strin
 export const REDISSON_SHARDED_ON_STANDALONE = `LockModule option "redisson.shardedSubscription" is 'on', but the connection is not a Redis Cluster: Redisson uses sharded pub/sub only in cluster mode. Use 'auto' or 'off'`;
 
 export const REDISSON_PROBE_INCONCLUSIVE = (nodes: string, node: string, cause: string): string =>
-  `layout 'redisson' on the Redis Cluster ${nodes}: could not tell whether Redisson uses sharded pub/sub (PUBSUB SHARDNUMSUB 0 on ${node}: ${cause}). Set redisson.shardedSubscription to 'on' or 'off', as the Java services' Redisson resolved its shardedSubscriptionMode (AUTO means 'on' on Redis/Valkey 7.0+)`;
+  `layout 'redisson' on the Redis Cluster ${nodes}: could not tell whether Redisson uses sharded pub/sub (PUBSUB SHARDNUMSUB on ${node}: ${cause}). Set redisson.shardedSubscription to 'on' or 'off', as the Java services' Redisson resolved its shardedSubscriptionMode (AUTO means 'on' on Redis/Valkey 7.0+)`;
 
 export const REDISSON_PROBE_DISAGREE = (works: string, fails: string, cause: string): string =>
   `layout 'redisson': the cluster's masters disagree on sharded pub/sub (works on ${works}, fails on ${fails}: ${cause}), so Redisson's AUTO would depend on the node it reached first. Set redisson.shardedSubscription to 'on' or 'off'`;

@@ -8,7 +8,8 @@ import { batchWrites } from './write-batching';
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT');
 
-export type ScriptArg = string | number;
+/** A script argument; a Buffer goes to Redis byte for byte (Redisson's permit ids are raw bytes). */
+export type ScriptArg = string | number | Buffer;
 
 /** One Lua script of `lua/`, run by SHA; a server that does not know it yet gets the source once. */
 export class LuaScript {

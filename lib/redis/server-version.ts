@@ -70,6 +70,11 @@ export class ServerVersionCheck {
     private readonly address: string,
     private readonly timeoutMs: number,
     private readonly logger: Logger,
+    /**
+     * Whether the cluster's minimum applies (sharded pub/sub). Not in layout 'redisson', whose
+     * publish mode follows the Java side's (its start-up probe refuses 'on' without it).
+     */
+    private readonly needsShardedPubSub = isCluster(client),
   ) {
     client.on('ready', this.onReady);
   }
@@ -111,7 +116,7 @@ export class ServerVersionCheck {
       const info = String(await withTimeout(this.client.info('server'), this.timeoutMs));
       const server = parseServerInfo(info);
       if (!server) throw new Error('no redis_version in the reply');
-      const refusal = versionRefusal(server, this.address, isCluster(this.client));
+      const refusal = versionRefusal(server, this.address, this.needsShardedPubSub);
       this.refusal = refusal === undefined ? undefined : new LockError(refusal);
       if (this.refusal) this.logger.error(this.refusal.message);
     } catch (error) {

@@ -139,7 +139,13 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     const { client, owned } = connect(options.redis, 'lock-commands');
     this.client = client;
     this.ownsClient = owned;
-    this.serverVersion = new ServerVersionCheck(client, describeAddress(client), options.commandTimeout, this.logger);
+    this.serverVersion = new ServerVersionCheck(
+      client,
+      describeAddress(client),
+      options.commandTimeout,
+      this.logger,
+      isCluster(client) && options.layout === 'native',
+    );
     if (owned) {
       client.on('error', (error: Error) => this.connectionFailed(error));
       client.on('ready', () => (this.connectionFailureLogged = false));

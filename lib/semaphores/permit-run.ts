@@ -65,6 +65,6 @@ export class PermitRun implements RunnableLock {
 
   runContext(): LockRunContext {
     const permit = this.permit ?? undefined;
-    return new HeldLockRunContext(this.semaphore.name, permit?.fencingToken, permit);
+    return new HeldLockRunContext(this.semaphore.name, permit?.fencingToken || undefined, permit);
   }
 }

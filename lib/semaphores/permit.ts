@@ -1,6 +1,14 @@
 import { LockNotHeldError } from '../errors';
 import type { HeldLock } from '../runtime/held-locks';
-import type { Semaphore } from './semaphore';
+import type { LockEngine } from '../runtime/lock-engine';
+
+/** What permits are given back to: their semaphore (either layout's). */
+export interface PermitSource {
+  readonly name: string;
+  readonly engine: LockEngine;
+  /** Gives back the permits of `permitId`: 1 when they were held. */
+  giveBack(permitId: string, leaving: boolean): Promise<number | null>;
+}
 
 /**
  * Permits taken from a semaphore: held by their own owner id with a lease the watchdog renews (or
@@ -10,12 +18,16 @@ export class Permit {
   private released = false;
 
   constructor(
-    private readonly semaphore: Semaphore,
-    /** This acquisition's owner id (`clientId:n`), as `inspect` lists it. */
+    private readonly semaphore: PermitSource,
+    /** This acquisition's permit id, as `inspect` lists it (`clientId:n`; layout 'redisson': the first id, 32 hex). */
     readonly ownerId: string,
     /** How many permits this acquisition holds. */
     readonly take: number,
-    /** Strictly greater than every token handed out before for this semaphore, by any process. */
+    /**
+     * Strictly greater than every token handed out before for this semaphore, by any process.
+     * 0 in layout 'redisson', whose semaphores keep no token (docs/redisson-interop.md#semaphores):
+     * below every real token, so a fenced store never takes it for a newer holder's.
+     */
     readonly fencingToken: number,
     private readonly hold: HeldLock,
   ) {}

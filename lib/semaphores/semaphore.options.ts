@@ -68,7 +68,7 @@ export interface SemaphoreInfo {
     permits: number;
     /** Remaining lease in ms. */
     ttl: number;
-    /** The permits' fencing token. */
+    /** The permits' fencing token (0 in layout 'redisson': no tokens there). */
     fencingToken: number;
     /**
      * When the permits were granted, in ms on the server's clock: read from the fencing token (the

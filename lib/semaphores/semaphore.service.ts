@@ -1,6 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LockError } from '../errors';
-import { REDISSON_KIND_NOT_AVAILABLE } from '../layouts/redisson.messages';
 import { checkLockName, checkPermits } from '../validators';
 import type { LockRunContext, RunPolicy, SkippingRunOptions, WaitingRunOptions } from '../locks/lock';
 import { runLocked } from '../locks/run-locked';
@@ -8,6 +6,9 @@ import { LockEngine } from '../runtime/lock-engine';
 import { PermitRun } from './permit-run';
 import { Semaphore } from './semaphore';
 import type { SemaphoreForceReleaseOptions, SemaphoreInfo, SemaphoreOptions, SemaphoreRunOptions } from './semaphore.options';
+import { RedissonSemaphore } from './redisson/redisson-semaphore';
+import { RedissonPermitRun } from './redisson/redisson-permit-run';
+import type { RunnableLock } from '../locks/runnable-lock';
 
 /**
  * Distributed semaphores (docs/architecture.md#semaphore): at most `permits` holders' permits at once across every
@@ -24,8 +25,7 @@ export class SemaphoreService {
   getSemaphore(name: string, options: SemaphoreOptions): Semaphore {
     checkLockName(name);
     checkPermits(options?.permits);
-    if (this.engine.redisson) throw new LockError(REDISSON_KIND_NOT_AVAILABLE('the semaphore', name));
-    return new Semaphore(this.engine, name, options.permits);
+    return this.semaphoreOf(name, options.permits);
   }
 
   /**
@@ -40,9 +40,10 @@ export class SemaphoreService {
   run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & WaitingRunOptions): Promise<T>;
   run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & RunPolicy): Promise<T | undefined>;
   run<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SemaphoreRunOptions & RunPolicy): Promise<T | undefined> {
-    let permits: PermitRun;
+    let permits: RunnableLock;
     try {
-      permits = new PermitRun(this.getSemaphore(name, options), options.take);
+      const semaphore = this.getSemaphore(name, options);
+      permits = semaphore instanceof RedissonSemaphore ? new RedissonPermitRun(semaphore, options.take) : new PermitRun(semaphore, options.take);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -64,7 +65,7 @@ export class SemaphoreService {
    */
   inspect(name: string): Promise<SemaphoreInfo> {
     checkLockName(name);
-    return new Semaphore(this.engine, name, 1).inspect();
+    return this.semaphoreOf(name, 1).inspect();
   }
 
   /**
@@ -82,6 +83,11 @@ export class SemaphoreService {
     } catch (error) {
       return Promise.reject(error);
     }
-    return new Semaphore(this.engine, name, 1).forceRelease(holder);
+    return this.semaphoreOf(name, 1).forceRelease(holder);
+  }
+
+  /** Layout 'redisson': Java Redisson's RPermitExpirableSemaphore of the name (docs/redisson-interop.md#semaphores). */
+  private semaphoreOf(name: string, permits: number): Semaphore {
+    return this.engine.redisson ? new RedissonSemaphore(this.engine, name, permits) : new Semaphore(this.engine, name, permits);
   }
 }

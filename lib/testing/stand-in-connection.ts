@@ -10,7 +10,9 @@ type Arg = string | number | Buffer | readonly Arg[];
 function flatten(args: readonly Arg[], into: string[] = []): string[] {
   for (const arg of args) {
     if (Array.isArray(arg)) flatten(arg as readonly Arg[], into);
-    else into.push(typeof arg === 'string' ? arg : arg.toString());
+    // A Buffer one char per byte (latin1): raw bytes (Redisson's permit ids) stay distinct, where
+    // a UTF-8 reading would turn every byte above 0x7f into the same U+FFFD.
+    else into.push(typeof arg === 'string' ? arg : Buffer.isBuffer(arg) ? arg.toString('latin1') : arg.toString());
   }
   return into;
 }

@@ -265,7 +265,7 @@ describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform
     const permit = await semaphores.getSemaphore('seats', { permits: 2 }).acquire();
     const [holder] = (await semaphores.inspect('seats')).holders;
     expect((await release({ name: 'seats', kind: 'semaphore', fencingToken: holder.fencingToken, ownerId: 'other:1' })).status).toBe(409);
-    expect((await release({ name: 'seats', kind: 'semaphore', fencingToken: holder.fencingToken + 1, ownerId: holder.ownerId })).status).toBe(409);
+    expect((await release({ name: 'seats', kind: 'semaphore', fencingToken: holder.fencingToken! + 1, ownerId: holder.ownerId })).status).toBe(409);
     expect((await semaphores.inspect('seats')).holders).toHaveLength(1);
     await permit.release();
 

@@ -63,7 +63,11 @@ export function buildRedissonDriver(version: string): string {
   const digest = sourceDigest(version);
   if (existsSync(jar) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === digest) return jar;
   const mvn = process.env.MVN_BIN || 'mvn';
-  const run = spawnSync(mvn, ['-q', '-B', '-DskipTests', `-Dredisson.version=${version}`, 'clean', 'package'], {
+  const args = ['-q', '-B', '-DskipTests', `-Dredisson.version=${version}`];
+  // CI keeps its Maven repository in its own cache folder (.ci/interop) and builds offline once it is warm.
+  if (process.env.MVN_REPO_LOCAL) args.push(`-Dmaven.repo.local=${process.env.MVN_REPO_LOCAL}`);
+  if (process.env.MVN_OFFLINE === '1') args.push('--offline');
+  const run = spawnSync(mvn, [...args, 'clean', 'package'], {
     cwd: DRIVER_DIR,
     encoding: 'utf8',
     timeout: 600_000,
@@ -429,6 +433,11 @@ export class RedissonHolder {
   /** acquire([lease]): the permit id (32 hex digits; 16 raw bytes in Redis). */
   async pesAcquire(name: string, { leaseMs, ...options }: LeaseOptions = {}): Promise<string> {
     return (await this.call('pesAcquire', [name, ...lease(leaseMs)], options))!;
+  }
+  /** `tryAcquire(waitMs[, leaseMs])`: the permit id, or null when none came within the wait. */
+  async pesTryAcquire(name: string, waitMs: number, { leaseMs, timeoutMs }: LeaseOptions = {}): Promise<string | null> {
+    const id = await this.call('pesTryAcquire', [name, waitMs, ...lease(leaseMs)], { timeoutMs: timeoutMs ?? waitMs + 15_000 });
+    return id === undefined || id === 'null' ? null : id;
   }
   async pesRelease(name: string, permitId: string): Promise<void> {
     await this.call('pesRelease', [name, permitId]);

@@ -252,6 +252,14 @@ public final class RedissonDriver {
                 RPermitExpirableSemaphore semaphore = redisson.getPermitExpirableSemaphore(name(a));
                 return a.length > 1 ? semaphore.acquire(ms(a, 1), TimeUnit.MILLISECONDS) : semaphore.acquire();
             }
+            case "pesTryAcquire": {
+                // tryAcquire(waitMs[, leaseMs]): the permit id, or "null" when none came within the wait.
+                RPermitExpirableSemaphore semaphore = redisson.getPermitExpirableSemaphore(name(a));
+                String id = a.length > 2
+                        ? semaphore.tryAcquire(ms(a, 1), ms(a, 2), TimeUnit.MILLISECONDS)
+                        : semaphore.tryAcquire(ms(a, 1), TimeUnit.MILLISECONDS);
+                return String.valueOf(id);
+            }
             case "pesRelease":
                 redisson.getPermitExpirableSemaphore(name(a)).release(a[1]);
                 return null;

@@ -1,0 +1,71 @@
+-- Take permits of a semaphore in Redisson's layout: RPermitExpirableSemaphore's acquire
+-- (docs/redisson-interop.md#semaphores), so Java PES and RSemaphore users count the same permits.
+-- KEYS[1]  N: string, the permits available (Redisson's counter, shared with RSemaphore)
+-- KEYS[2]  {N}:timeout: sorted set permit id (16 raw bytes) -> deadline, epoch ms on the holder's
+--          clock (922337203685477: never)
+-- KEYS[3]  redisson_sc:{N}: channel carrying the new available count
+-- ARGV[1]  n: how many permits to take (one id each)
+-- ARGV[2]  deadline of the new permits (epoch ms, this host's clock)
+-- ARGV[3]  now (epoch ms, this host's clock: Redisson compares deadlines with the client's clock)
+-- ARGV[4]  Redisson's "never expires" score, 922337203685477
+-- ARGV[5]  publish command: 'PUBLISH', or 'SPUBLISH' where Redisson uses sharded pub/sub
+-- ARGV[6]  the limit the caller expects: when N does not exist yet it is set to this (Redisson's
+--          trySetPermits); otherwise available + leased must not exceed it
+-- ARGV[7.. 6+n]  the permit ids, 16 raw bytes each, unique per acquisition
+-- Returns  'OK' when granted (also when the first id is leased already: a resent attempt that was
+--          granted); {'limit', available + leased} when the semaphore holds more permits than the
+--          caller's limit (no write); otherwise ':' .. the nearest deadline (the wait is bounded by it),
+--          or nil when no leased permit will expire
+local semKey = KEYS[1]
+local timeoutKey = KEYS[2]
+local channel = KEYS[3]
+local take = tonumber(ARGV[1])
+local deadline = ARGV[2]
+local now = ARGV[3]
+local neverExpires = ARGV[4]
+local publishCommand = ARGV[5]
+local limit = tonumber(ARGV[6])
+local firstId = 7
+
+-- Ours (a read): a resent acquire whose first run granted finds its ids leased.
+if redis.call('zscore', timeoutKey, ARGV[firstId]) then
+  return 'OK'
+end
+
+local available = redis.call('get', semKey)
+if available == false then
+  -- Redisson's trySetPermits: the first user sets the limit.
+  redis.call('set', semKey, ARGV[6])
+  redis.call(publishCommand, channel, ARGV[6])
+  available = ARGV[6]
+end
+
+-- Ours (reads): available + leased stays constant through reclaims and grants. More than the
+-- caller's limit means the semaphore was set up with a larger limit: refuse, writing nothing.
+-- Fewer is allowed: RSemaphore holders take from the counter without leasing an id.
+local total = tonumber(available) + redis.call('zcard', timeoutKey)
+if total > limit then
+  return { 'limit', total }
+end
+
+local reclaimLimit = take
+-- #include redisson-pes-reclaim
+
+available = redis.call('get', semKey)
+if available ~= false and tonumber(available) >= take then
+  redis.call('decrby', semKey, take)
+  for i = firstId, #ARGV do
+    redis.call('zadd', timeoutKey, deadline, ARGV[i])
+  end
+  local ttl = redis.call('pttl', semKey)
+  if ttl > 0 then
+    redis.call('pexpire', timeoutKey, ttl)
+  end
+  return 'OK'
+end
+
+local nearest = redis.call('zrange', timeoutKey, 0, 0, 'WITHSCORES')
+if nearest[1] ~= nil and nearest[2] ~= neverExpires then
+  return ':' .. tostring(nearest[2])
+end
+return nil
