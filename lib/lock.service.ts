@@ -5,6 +5,8 @@ import type { Lock, LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOp
 import { MultiLock } from './locks/multi-lock';
 import { isOwnedLock } from './locks/owned-lock';
 import { RedLock } from './locks/red-lock';
+import { NativeRedLockCalls } from './locks/red-lock-calls';
+import { RedissonRedLockCalls } from './locks/redisson/redisson-red-lock-calls';
 import { ReentrantLock } from './locks/reentrant-lock';
 import { RedissonLock } from './locks/redisson/redisson-lock';
 import { LockEngine } from './runtime/lock-engine';
@@ -54,11 +56,16 @@ export class LockService {
    * @throws {@link InvalidLockNameError} when `name` is not a non-empty string (or {@link LockNameTooLongError} when too long).
    */
   getRedLock(name: string): Lock {
-    checkLockName(name);
-    const masters = this.engine.redlockMasters;
+    const { engine } = this;
+    const { redisson } = engine;
+    checkLockName(name, redisson ? engine.keys.maxNameLength : undefined);
+    const masters = engine.redlockMasters;
     if (!masters) throw new LockError(REDLOCK_NOT_CONFIGURED(name));
-    const masterKey = this.engine.keys.lock(name);
-    return new RedLock(this.engine, masters, name, masterKey, this.engine.ownerFor(RedLock.identity(masterKey)));
+    // Redisson's layout: Java's RedissonRedLock over getLock(N) on the same masters (docs/redisson-interop.md#redlock).
+    const calls = redisson
+      ? new RedissonRedLockCalls(redisson.mapName(name), engine.ids, engine.releaseRecordTtlMs)
+      : new NativeRedLockCalls(engine.keys.lock(name), engine.fenceMemoryMs);
+    return new RedLock(engine, masters, name, calls, engine.ownerFor(RedLock.identity(calls.key)));
   }
 
   /**
