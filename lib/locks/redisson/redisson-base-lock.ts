@@ -196,7 +196,11 @@ export abstract class RedissonBaseLock extends BaseLock {
     const latchKey = RedissonNames.unlockLatch(this.redisKey, this.latchId(requestId));
     const { script, keys, args } = this.unlockCall(latchKey, engine.releaseRecordTtlMs, '');
     return (script.run(engine.client, keys, args, ticket) as Promise<ReleaseResult>).then((result) => {
-      engine.client.del(latchKey).catch(ignore);
+      // Only an answer its caller took may end the latch: one heard after the call's bound expired
+      // has a resend coming (`BaseLock.resendRelease`, same latch id) that must still find it, and a
+      // DEL written now would reach Redis before that resend, which would then unlock a second time.
+      // An unanswered latch ends by its own PX.
+      if (!ticket?.expired) engine.client.del(latchKey).catch(ignore);
       if (result === 0 && this.accounted(this.account) === 0) void this.takeBackSurplus();
       else this.settleAccount(this.account);
       return result;
