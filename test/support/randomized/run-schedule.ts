@@ -69,7 +69,7 @@ export async function runSchedule(env: RandomizedEnv, schedule: Schedule): Promi
       watchdogTimeout: WATCHDOG,
       commandTimeout: COMMAND_TIMEOUT + (relayed ? 2 * schedule.relay!.oneWayMs : 0),
       ...(schedule.waiterTimeout === undefined ? {} : { fairLockWaiterTimeout: schedule.waiterTimeout }),
-      // deadlockCheckAfter stays unset: refused in this layout.
+      // deadlockCheckAfter stays unset: layout 'redisson' refuses it (docs/redisson-interop.md#deadlocks).
       ...(env.layout === 'redisson' ? { layout: 'redisson' as const, redisson: { fencedLocks: schedule.redisson?.fencedLocks ?? false } } : {}),
     };
   };

@@ -1,7 +1,8 @@
 /**
  * The randomized hold model's schedules (test/hold-model/randomized.spec.ts): what a schedule is, its
- * fast-check arbitraries and its one-line-per-op description. Independent of the layout, so a seed
- * draws the same schedules in every layout.
+ * fast-check arbitraries and its one-line-per-op description. Independent of the layout: a seed draws
+ * the same schedules in layout 'native' as before this moved here, and the same ones again in layout
+ * 'redisson' (`redissonScheduleArb`, which adds that layout's own options).
  */
 import fc from 'fast-check';
 
