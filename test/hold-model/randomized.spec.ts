@@ -46,4 +46,4 @@
  */
 import { describeRandomizedHoldModel } from '../support/randomized/property';
 
-describeRandomizedHoldModel({ layout: 'native', spec: 'test/hold-model/randomized.spec.ts', defaultRuns: 40 });
+describeRandomizedHoldModel({ layout: 'native', spec: 'test/hold-model/randomized.spec.ts', defaultRuns: 40, runsVariable: 'FC_RUNS' });

@@ -18,11 +18,13 @@ export interface RandomizedRun {
   layout: Layout;
   /** The spec file, for the replay line. */
   spec: string;
-  /** Schedules per run unless FC_RUNS says (CI's budget). */
+  /** Schedules per run unless the environment variable `runsVariable` says (CI's budget). */
   defaultRuns: number;
+  /** FC_RUNS for the native run; its own for another layout (CI's second pass sets FC_RUNS=20 for the native run only). */
+  runsVariable: string;
 }
 
-export function describeRandomizedHoldModel({ layout, spec, defaultRuns }: RandomizedRun): void {
+export function describeRandomizedHoldModel({ layout, spec, defaultRuns, runsVariable }: RandomizedRun): void {
   describe(`hold model: randomized schedules across two instances${layout === 'native' ? '' : ` (layout '${layout}')`}`, () => {
     let redis: RestartableRedis;
     let raw: Redis;
@@ -68,7 +70,7 @@ export function describeRandomizedHoldModel({ layout, spec, defaultRuns }: Rando
             {
               seed: Number(process.env.FC_SEED ?? 23_2026),
               path,
-              numRuns: Number(process.env.FC_RUNS ?? (path ? 1 : defaultRuns)),
+              numRuns: Number(process.env[runsVariable] ?? (path ? 1 : defaultRuns)),
               endOnFailure: !process.env.FC_SHRINK,
               // A bound on the whole run (a 2-core CI machine): the cases run so far still count.
               interruptAfterTimeLimit: TIME_LIMIT_MS,
