@@ -5,6 +5,8 @@ import type { Lock, LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOp
 import { MultiLock } from './locks/multi-lock';
 import { isOwnedLock } from './locks/owned-lock';
 import { RedLock } from './locks/red-lock';
+import { NativeRedLockCalls } from './locks/red-lock-calls';
+import { RedissonRedLockCalls } from './locks/redisson/redisson-red-lock-calls';
 import { ReentrantLock } from './locks/reentrant-lock';
 import { RedissonLock } from './locks/redisson/redisson-lock';
 import { LockEngine } from './runtime/lock-engine';
@@ -54,11 +56,16 @@ export class LockService {
    * @throws {@link InvalidLockNameError} when `name` is not a non-empty string (or {@link LockNameTooLongError} when too long).
    */
   getRedLock(name: string): Lock {
-    checkLockName(name);
-    const masters = this.engine.redlockMasters;
+    const { engine } = this;
+    const { redisson } = engine;
+    checkLockName(name, redisson ? engine.keys.maxNameLength : undefined);
+    const masters = engine.redlockMasters;
     if (!masters) throw new LockError(REDLOCK_NOT_CONFIGURED(name));
-    const masterKey = this.engine.keys.lock(name);
-    return new RedLock(this.engine, masters, name, masterKey, this.engine.ownerFor(RedLock.identity(masterKey)));
+    // Redisson's layout: Java's RedissonRedLock over getLock(N) on the same masters (docs/redisson-interop.md#redlock).
+    const calls = redisson
+      ? new RedissonRedLockCalls(redisson.mapName(name), engine.ids, engine.releaseRecordTtlMs)
+      : new NativeRedLockCalls(engine.keys.lock(name), engine.fenceMemoryMs);
+    return new RedLock(engine, masters, name, calls, engine.ownerFor(RedLock.identity(calls.key)));
   }
 
   /**
@@ -83,6 +90,9 @@ export class LockService {
    * fencing token, the waiting line if a fair lock of the name has one, and the Redis server's
    * clock (`serverTime`, ms) that `ttl` and `heldSince` are on: a hold's age is
    * `serverTime - heldSince` whatever this process's clock says. A free lock says `locked: false`.
+   * In layout 'redisson' (docs/redisson-interop.md#introspection) a Java holder shows its owner id
+   * and count only, no hold has `heldSince`, `fencingToken` is the last token handed out (with
+   * `redisson.fencedLocks` only), and a read-write lock found at the name's key is reported as one.
    * @throws {@link InvalidLockNameError} (rejects) `name` is not a non-empty string (or {@link LockNameTooLongError} when too long).
    * @throws {@link LockUnavailableError} (rejects) Redis could not be asked.
    */
@@ -99,7 +109,8 @@ export class LockService {
    * Every reentrant, fair and read-write lock and every semaphore that exists now (SCAN, bounded,
    * on every master of a cluster), each as its own kind under its own name, as `inspect` describes
    * it; `match` filters the names (`'order:*'`: at most 4 wildcards; an invalid or too costly
-   * pattern is refused with a `TypeError`).
+   * pattern is refused with a `TypeError`). In layout 'redisson': every hash whose fields are Redisson
+   * lock owners (and `mode`), reported under its Redis key; semaphores are not listed.
    * @throws {@link LockNamePatternError} (on iteration) `match` is invalid or too costly.
    * @throws {@link LockUnavailableError} (on iteration) Redis could not be asked.
    */

@@ -24,12 +24,22 @@ local latchKey = KEYS[5]
 local ownerId = ARGV[1]
 local now = tonumber(ARGV[2])
 local publishCommand = ARGV[3]
-local latchTtlMs = ARGV[4]
+local latchTtlMs = tonumber(ARGV[4])
 local guard = ARGV[5]
 
-local replay = redis.call('get', latchKey)
-if replay ~= false then
-  return tonumber(replay)
+-- The surplus form (latch TTL 0) keeps no latch: a SET with PX 0 is an error, which would come
+-- after the writes above it and before the head's wake-up.
+local function answer(outcome)
+  if latchTtlMs > 0 then
+    redis.call('set', latchKey, outcome, 'px', latchTtlMs)
+  end
+end
+
+if latchTtlMs > 0 then
+  local replay = redis.call('get', latchKey)
+  if replay ~= false then
+    return tonumber(replay)
+  end
 end
 
 local removeBy = 1
@@ -47,7 +57,7 @@ end
 -- #include redisson-fair-drop-stale-heads
 if redis.call('exists', lockKey) == 0 then
   -- #include redisson-fair-wake-head
-  redis.call('set', latchKey, 1, 'px', latchTtlMs)
+  answer(1)
   return 2
 end
 if redis.call('hexists', lockKey, ownerId) == 0 then
@@ -55,10 +65,10 @@ if redis.call('hexists', lockKey, ownerId) == 0 then
 end
 local remaining = redis.call('hincrby', lockKey, ownerId, -removeBy)
 if remaining > 0 then
-  redis.call('set', latchKey, 0, 'px', latchTtlMs)
+  answer(0)
   return 0
 end
 redis.call('del', lockKey)
-redis.call('set', latchKey, 1, 'px', latchTtlMs)
+answer(1)
 -- #include redisson-fair-wake-head
 return 1

@@ -27,9 +27,32 @@ local publishCommand = ARGV[5]
 local limit = tonumber(ARGV[6])
 local firstId = 7
 
--- Ours (a read): a resent acquire whose first run granted finds its ids leased.
-if redis.call('zscore', timeoutKey, ARGV[firstId]) then
-  return 'OK'
+-- Ours: a resent acquire whose first run granted finds its ids leased. The caller counts the lease
+-- from this attempt's send time, so the deadline becomes this attempt's (never earlier: Redisson's
+-- updateLeaseTime effect); leased ids already past their deadline go back as Redisson's reclaim
+-- gives them back, and the attempt goes on as a new one.
+local leased = redis.call('zscore', timeoutKey, ARGV[firstId])
+if leased then
+  if tonumber(leased) > tonumber(now) then
+    for i = firstId, #ARGV do
+      local score = redis.call('zscore', timeoutKey, ARGV[i])
+      if score and tonumber(score) < tonumber(deadline) then
+        redis.call('zadd', timeoutKey, deadline, ARGV[i])
+      end
+    end
+    return 'OK'
+  end
+  local ours = {}
+  for i = firstId, #ARGV do
+    table.insert(ours, ARGV[i])
+  end
+  local removed = redis.call('zrem', timeoutKey, unpack(ours))
+  if removed > 0 then
+    local count = redis.call('incrby', semKey, removed)
+    if count > 0 then
+      redis.call(publishCommand, channel, count)
+    end
+  end
 end
 
 local available = redis.call('get', semKey)

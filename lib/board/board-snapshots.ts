@@ -10,6 +10,7 @@ import { RESOLVED_BOARD_OPTIONS } from './lock-board.tokens';
 import {
   BOARD_FILTER_UNCHECKED,
   BOARD_FILTER_WAITING,
+  BOARD_FORCE_RELEASE_REDISSON,
   BOARD_NEEDS_LOCK_MODULE,
   BOARD_UNAVAILABLE,
   BOARD_WALK_NAMES_FULL,
@@ -89,6 +90,8 @@ export class BoardSnapshots implements OnModuleInit {
     } catch {
       throw new Error(BOARD_NEEDS_LOCK_MODULE);
     }
+    // A board force release is conditional on the hold's stored token (docs/lock-board.md#force-release).
+    if (this.options.allowForceRelease && this.engine.redisson) throw new Error(BOARD_FORCE_RELEASE_REDISSON);
     this.walk = new KeyspaceWalk(this.engine, this.inspector, this.options.keysPerRefresh, this.options.locksPerRefresh);
     this.contention = new ContentionHistory(this.engine);
     this.filters = new BoardFilters(this.engine.options.maxNameLength);

@@ -15,7 +15,8 @@ export const MAX_FILTERED_OVERFLOW = 5_000;
 /** Names looked at between two yields to the event loop (the app's leases are renewed on it). */
 const YIELD_EVERY = 2_000;
 
-type Kind = 'reentrant' | 'readWrite' | 'semaphore';
+/** `redisson`: a hash of layout 'redisson', whose kind only its inspection tells (its name is the key). */
+type Kind = 'reentrant' | 'readWrite' | 'semaphore' | 'redisson';
 interface Found extends Matchable {
   readonly kind: Kind;
   readonly name: string;
@@ -68,6 +69,8 @@ export class KeyspaceWalk {
   private previous = new Map<string, Found>();
   /** Whether this refresh met a name it could not remember (the memory was full). */
   private dropped = false;
+  /** Layout 'redisson': hashes found not to be locks in this pass, not inspected again until the next. */
+  private foreign = new Set<string>();
 
   constructor(
     private readonly engine: LockEngine,
@@ -84,7 +87,8 @@ export class KeyspaceWalk {
     if (this.cursors.length !== masters.length) this.restartPass(masters.length);
     const startedFresh = !this.passStarted;
     this.passStarted = true;
-    const pattern = `${escapeRedisGlob(this.engine.options.keyPrefix)}*`;
+    // Layout 'redisson': lock keys are bare mapped names, so every hash is a candidate.
+    const pattern = this.inspector.redissonLayout ? '*' : `${escapeRedisGlob(this.engine.options.keyPrefix)}*`;
     let scanned = 0;
     let finishedPass = false;
     this.dropped = false;
@@ -107,6 +111,7 @@ export class KeyspaceWalk {
     if (finishedPass) {
       this.previous = this.current;
       this.restartPass(masters.length);
+      this.foreign = new Set();
     }
     const keyspaceSize = complete ? undefined : await this.keyspaceSize(masters);
     const known = this.known();
@@ -128,10 +133,8 @@ export class KeyspaceWalk {
       this.current.set(key, known);
       return;
     }
-    const parsed = this.engine.keys.parse(key);
-    if (!parsed) return;
-    const kind: Kind = parsed.kind === 'readWrite' ? 'readWrite' : parsed.kind === 'semaphore' ? 'semaphore' : 'reentrant';
-    const found: Found = { kind, name: parsed.name };
+    const found = this.found(key);
+    if (!found) return;
     const { names, filteredOverflow } = this.memory;
     if (this.current.size >= names) {
       // Full: only names a viewer filters for, so that narrowing the filter does show them.
@@ -141,6 +144,18 @@ export class KeyspaceWalk {
       }
     }
     this.current.set(key, found);
+  }
+
+  /** What a scanned key is: a lock of this library's keys, or (layout 'redisson') any hash not known to be foreign. */
+  private found(key: string): Found | undefined {
+    if (this.inspector.redissonLayout) {
+      if (this.foreign.has(key) || key.startsWith(this.engine.instances.keyPrefix)) return undefined;
+      return { kind: 'redisson', name: key };
+    }
+    const parsed = this.engine.keys.parse(key);
+    if (!parsed) return undefined;
+    const kind: Kind = parsed.kind === 'readWrite' ? 'readWrite' : parsed.kind === 'semaphore' ? 'semaphore' : 'reentrant';
+    return { kind, name: parsed.name };
   }
 
   private known(): Map<string, Found> {
@@ -169,8 +184,9 @@ export class KeyspaceWalk {
       if (inspections >= this.locksPerRefresh) break;
       inspections += 1;
       const info = await this.inspect(found);
-      if (info.locked || (info.waiterCount ?? info.waiters?.length ?? 0) > 0) inspected.set(found, info);
+      if (info && (info.locked || (info.waiterCount ?? info.waiters?.length ?? 0) > 0)) inspected.set(found, info);
       else {
+        if (!info) this.foreign.add(key);
         // Gone (released, expired): forgotten until a pass finds it again.
         this.current.delete(key);
         this.previous.delete(key);
@@ -211,8 +227,9 @@ export class KeyspaceWalk {
   }
 
   /** One lock as `inspect()` reads it, its line cut to its first waiters (a line of 20,000 is one short script). */
-  private inspect(found: Found): Promise<LockInfo> {
+  private inspect(found: Found): Promise<LockInfo | undefined> {
     const options = { waiterLimit: BOARD_WAITERS_PER_LOCK };
+    if (found.kind === 'redisson') return this.inspector.inspectKey(found.name, options);
     if (found.kind === 'readWrite') return this.inspector.inspectReadWrite(found.name, options);
     if (found.kind === 'semaphore') return this.inspector.inspectSemaphore(found.name, options);
     return this.inspector.inspectLock(found.name, 'reentrant', options);

@@ -25,6 +25,11 @@ export interface LockHolderInfo {
    * when the hold carries neither (one taken by an older version of this library).
    */
   readonly heldSince?: number;
+  /**
+   * Layout 'redisson', a read hold: its remaining lease, the longest of its per-hold timeout keys
+   * (-2 when none is left: the hold then lasts as long as the lock's hash).
+   */
+  readonly ttl?: number;
 }
 
 /** One waiter in a fair lock's line (or a semaphore's), in line order. */
@@ -35,6 +40,12 @@ export interface LockWaiterInfo {
   readonly instance?: LockInstanceInfo;
   /** A semaphore waiter's permits asked for (its `take`); absent for a lock's waiter. */
   readonly permits?: number;
+  /**
+   * Layout 'redisson', a fair lock's waiter: when Redisson drops it from the head of the queue if it
+   * has not taken the lock, in ms since the epoch on the clock of the client that queued it (not
+   * the server's: Redisson's deadlines are its clients').
+   */
+  readonly deadline?: number;
 }
 
 /** What `inspect(name)` and `list()` report about one lock (`list` reports semaphores too). */
@@ -104,7 +115,9 @@ export interface ListLocksOptions {
    * Glob on the lock name (Redis `MATCH` syntax: `*`, `?`, `[abc]`, `[^a-z]`, `\x`), e.g. `'order:*'`.
    * Default: all. Matched by the library on names, never by Redis; a pattern with more than 4
    * wildcards, longer than twice `maxNameLength`, or invalid (`[z-a]`, an unclosed `[`) is refused
-   * with a `TypeError` saying why.
+   * with a `TypeError` saying why. In layout 'redisson' it is applied to Redis key names, which
+   * are the names themselves unless a `redisson.nameMapper` is set: list then reports mapped keys
+   * (the mapper cannot be run backwards).
    */
   match?: string;
   /** SCAN's `COUNT` hint: keys looked at per round trip (default 100; 1 to 10,000, else a `TypeError`). */

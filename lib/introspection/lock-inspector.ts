@@ -5,8 +5,11 @@ import { NameGlob } from './name-glob';
 import { INSTANCES_BAD_COUNT, LIST_BAD_COUNT } from '../lock.messages';
 import { LuaScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
-import { withTimeout, type CallTicket } from '../redis/bounded-call';
-import { clientIdOf, parseInstance, type InstanceRegistry } from '../runtime/instance-registry';
+import type { CallTicket } from '../redis/bounded-call';
+import type { InstanceRegistry } from '../runtime/instance-registry';
+import { InstanceAttribution, pairs, withInstance } from './instance-attribution';
+import { RedissonInspector } from './redisson-inspector';
+import type { RedissonRuntime } from '../layouts/redisson-runtime';
 import type {
   ListLocksOptions,
   LiveInstanceInfo,
@@ -32,8 +35,6 @@ const MAX_SCAN_COUNT = 10_000;
 const DEFAULT_INSTANCE_COUNT = 100;
 /** Instances listed per call: each may cost one HGETALL in the script (or one lookup on a cluster). */
 const MAX_INSTANCE_COUNT = 1_000;
-
-type Instances = Map<string, LockInstanceInfo>;
 
 /** How much of a waiting line an inspection lists (the lock board's: docs/lock-board.md#cost). */
 export interface InspectOptions {
@@ -61,6 +62,8 @@ export interface InspectionSource {
   readonly client: RedisClient;
   readonly keys: LockKeys;
   readonly instances: InstanceRegistry;
+  /** Layout 'redisson': the locks are Redisson's keys (docs/redisson-interop.md#introspection). */
+  readonly redisson?: RedissonRuntime | undefined;
   readonly options: { readonly keyPrefix: string; readonly commandTimeout: number; readonly maxNameLength: number };
   /** One Redis call bounded by `commandTimeout`, a failure becoming a `LockUnavailableError`. */
   call<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T>;
@@ -73,18 +76,37 @@ export interface InspectionSource {
  * identities cost one more lookup.
  */
 export class LockInspector {
-  constructor(private readonly engine: InspectionSource) {}
+  private readonly attribution: InstanceAttribution;
+  /** Layout 'redisson': every lock read goes to Redisson's keys instead. */
+  private readonly redisson: RedissonInspector | undefined;
+
+  constructor(private readonly engine: InspectionSource) {
+    this.attribution = new InstanceAttribution(engine);
+    this.redisson = engine.redisson && new RedissonInspector(engine, engine.redisson, this.attribution);
+  }
+
+  /** Layout 'redisson': the lock board walks every hash and asks `inspectKey` what each one is. */
+  get redissonLayout(): boolean {
+    return this.redisson !== undefined;
+  }
+
+  /** Layout 'redisson': whatever lock the Redis key holds (under the key's name), or undefined. */
+  inspectKey(key: string, options: InspectOptions = {}): Promise<LockInfo | undefined> {
+    if (!this.redisson) return Promise.resolve(undefined);
+    return this.redisson.inspectKey(key, waiterLimitArgs(options));
+  }
 
   /**
    * A reentrant or fair lock (they share the hash); `kind` is what the asking service calls it.
    * `options.waiterLimit` lists at most that many waiters, with `waiterCount` (the lock board).
    */
   async inspectLock(name: string, kind: 'reentrant' | 'fair', options: InspectOptions = {}): Promise<LockInfo> {
-    const lockKey = this.engine.keys.lock(name);
     const lineLimit = waiterLimitArgs(options);
+    if (this.redisson) return this.redisson.inspectLock(name, kind, lineLimit);
+    const lockKey = this.engine.keys.lock(name);
     const keys = [lockKey, LockKeys.line(lockKey), LockKeys.lineDeadlines(lockKey)];
     const reply = (await this.engine.call(name, (ticket) =>
-      scripts.lock.run(this.engine.client, keys, [this.instancePrefixForScripts(), ...lineLimit], ticket),
+      scripts.lock.run(this.engine.client, keys, [this.attribution.scriptPrefix(), ...lineLimit], ticket),
     )) as [number, string | null, string[], string[], unknown[], number, number];
     const [ttl, fence, holderFields, lineEntries, instanceFields] = reply;
     const serverTime = Number(reply[5]);
@@ -92,7 +114,7 @@ export class LockInspector {
     // A line entry is '<owner id> <request id> <lease> <p|f>' (an older version's: the owner id alone).
     const waiterIds = lineEntries.map((entry) => entry.split(' ')[0]);
     const fairWaiters = lineEntries.some((entry) => !entry.includes(' ') || entry.endsWith(' f'));
-    const instances = await this.instances(instanceFields, [...pairs(holderFields).map(([owner]) => owner), ...waiterIds], name);
+    const instances = await this.attribution.of(instanceFields, [...pairs(holderFields).map(([owner]) => owner), ...waiterIds], name);
     // One hold at a time: it began when its fencing token was taken (nothing else is stored for it).
     const heldSince = heldSinceOfToken(fence == null ? undefined : Number(fence), serverTime);
     const holders: LockHolderInfo[] = pairs(holderFields).map(([ownerId, count]) =>
@@ -116,11 +138,12 @@ export class LockInspector {
 
   /** A read-write lock; `options.waiterLimit` as for `inspectLock`. */
   async inspectReadWrite(name: string, options: InspectOptions = {}): Promise<LockInfo> {
-    const rwKey = this.engine.keys.readWrite(name);
     const lineLimit = waiterLimitArgs(options);
+    if (this.redisson) return this.redisson.inspectReadWrite(name, lineLimit);
+    const rwKey = this.engine.keys.readWrite(name);
     const keys = [rwKey, LockKeys.readWriteLeases(rwKey), LockKeys.line(rwKey), LockKeys.lineDeadlines(rwKey)];
     const reply = (await this.engine.call(name, (ticket) =>
-      scripts.readWrite.run(this.engine.client, keys, [this.instancePrefixForScripts(), ...lineLimit], ticket),
+      scripts.readWrite.run(this.engine.client, keys, [this.attribution.scriptPrefix(), ...lineLimit], ticket),
     )) as [number, string | null, string | null, string[], unknown[], string[] | undefined, number, number];
     const [ttl, mode, fence, holderFields, instanceFields, lineEntries = []] = reply;
     const serverTime = Number(reply[6]);
@@ -130,7 +153,7 @@ export class LockInspector {
     for (let i = 0; i + 3 < holderFields.length; i += 4) quads.push([holderFields[i], holderFields[i + 1], holderFields[i + 2], holderFields[i + 3]]);
     // A line entry is '<owner id> <request id> <lease> <r|w>'.
     const waiterIds = lineEntries.map((entry) => entry.split(' ')[0]);
-    const instances = await this.instances(instanceFields, [...quads.map(([owner]) => owner), ...waiterIds], name);
+    const instances = await this.attribution.of(instanceFields, [...quads.map(([owner]) => owner), ...waiterIds], name);
     const writeHeldSince = heldSinceOfToken(fence == null ? undefined : Number(fence), serverTime);
     const holders = quads.map(([ownerId, count, holdMode, since]) => {
       const heldSince = holdMode === 'write' ? writeHeldSince : recordedHeldSince(since);
@@ -176,7 +199,7 @@ export class LockInspector {
     }
     const waiting: Array<{ ownerId: string; permits: number }> = [];
     for (let i = 0; i + 1 < waiterFields.length; i += 2) waiting.push({ ownerId: String(waiterFields[i]), permits: Number(waiterFields[i + 1]) });
-    const instances = await this.instances([], [...held.map((h) => h.ownerId), ...waiting.map((w) => w.ownerId)], name, true);
+    const instances = await this.attribution.of([], [...held.map((h) => h.ownerId), ...waiting.map((w) => w.ownerId)], name, true);
     return {
       name,
       kind: 'semaphore',
@@ -205,6 +228,10 @@ export class LockInspector {
     // Checked before the first round trip: a refused pattern or count costs Redis nothing.
     if (!Number.isInteger(count) || count < 1 || count > MAX_SCAN_COUNT) throw new TypeError(LIST_BAD_COUNT(count, MAX_SCAN_COUNT));
     const glob = options.match === undefined ? undefined : NameGlob.parse(options.match, 2 * maxNameLength);
+    if (this.redisson) {
+      yield* this.redisson.list(this.masters(), count, glob);
+      return;
+    }
     const pattern = `${escapeRedisGlob(keyPrefix)}*`;
     for (const node of this.masters()) {
       let cursor = '0';
@@ -240,14 +267,14 @@ export class LockInspector {
     if (!Number.isInteger(count) || count < 1 || count > MAX_INSTANCE_COUNT) throw new TypeError(INSTANCES_BAD_COUNT(count, MAX_INSTANCE_COUNT));
     const { client, instances } = this.engine;
     const reply = (await this.engine.call('liveInstances', (ticket) =>
-      scripts.liveInstances.run(client, [instances.indexKey], [count, this.instancePrefixForScripts()], ticket),
+      scripts.liveInstances.run(client, [instances.indexKey], [count, this.attribution.scriptPrefix()], ticket),
     )) as [number, number, unknown[]];
     const [serverTime, more, listed] = [Number(reply[0]), Number(reply[1]) === 1, reply[2] ?? []];
     const alive: Array<[string, number, unknown]> = [];
     for (let i = 0; i + 2 < listed.length; i += 3) alive.push([String(listed[i]), Number(listed[i + 1]), listed[i + 2]]);
     const fields = alive.flatMap(([clientId, , hash]) => [clientId, hash]);
     // Owner ids of the listed clients (`clientId:0`): `instances()` maps them to their identities.
-    const known = await this.instances(fields, alive.map(([clientId]) => `${clientId}:0`), 'liveInstances');
+    const known = await this.attribution.of(fields, alive.map(([clientId]) => `${clientId}:0`), 'liveInstances');
     const result: LiveInstanceInfo[] = [];
     for (const [clientId, aliveUntil] of alive) {
       const info = known.get(clientId);
@@ -261,39 +288,5 @@ export class LockInspector {
     const { client } = this.engine;
     return isCluster(client) ? (client.nodes('master') as RedisClient[]) : [client];
   }
-
-  /** The scripts read instance keys themselves except on a cluster (undeclared keys in other slots). */
-  private instancePrefixForScripts(): string {
-    return isCluster(this.engine.client) ? '' : this.engine.instances.keyPrefix;
-  }
-
-  /** The instances of `ownerIds`: those the script read, looked up when missing on a cluster (or when `lookUp`). */
-  private async instances(fields: unknown[], ownerIds: string[], name: string, lookUp = false): Promise<Instances> {
-    const found: Instances = new Map();
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      const info = parseInstance(fields[i + 1]);
-      if (info) found.set(String(fields[i]), info);
-    }
-    const self = this.engine.instances.self;
-    const missing = ownerIds.map(clientIdOf).filter((id) => !found.has(id));
-    if (missing.length > 0 && (lookUp || isCluster(this.engine.client))) {
-      const looked = await this.engine.call(name, () => withTimeout(this.engine.instances.lookup(missing), this.engine.options.commandTimeout));
-      for (const [id, info] of looked) found.set(id, info);
-    }
-    // This instance knows itself, also before its registration reached Redis.
-    if (ownerIds.some((id) => clientIdOf(id) === self.clientId)) found.set(self.clientId, self);
-    return found;
-  }
-}
-
-function pairs(fields: string[]): Array<[string, string]> {
-  const result: Array<[string, string]> = [];
-  for (let i = 0; i + 1 < fields.length; i += 2) result.push([fields[i], fields[i + 1]]);
-  return result;
-}
-
-function withInstance<T extends { ownerId: string }>(entry: T, instances: Instances): T & { instance?: LockInstanceInfo } {
-  const instance = instances.get(clientIdOf(entry.ownerId));
-  return instance ? { ...entry, instance } : entry;
 }
 

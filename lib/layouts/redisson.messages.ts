@@ -49,3 +49,5 @@ export const REDISSON_BAD_CLUSTER_NAME = (name: string, mapped: string): string 
 
 export const REDISSON_REUSED_AS_READ_WRITE = (name: string): string =>
   `lock "${name.slice(0, 200)}": its key holds a plain lock; in layout 'redisson' a plain and a read-write lock of one name share it (use one kind per name)`;
+
+export const REDISSON_BOARD_FORCE_RELEASE = `LockBoardModule option "allowForceRelease" needs fencing tokens stored with each hold, which layout 'redisson' does not have: leave it off`;

@@ -1,31 +1,19 @@
 import { LockError, LockNotHeldError, LockUnavailableError } from '../errors';
 import { REDLOCK_NO_MAJORITY } from '../lock.messages';
-import { LockKeys } from '../redis/lock-keys';
-import { LuaScript } from '../redis/lua-script';
-import { WAKE_ONE } from '../redis/unlock-subscriber';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import type { RedisClient } from '../redis/redis-client';
 import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
-import { attemptResult } from './base-lock';
 import { Acquisition, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { ForceUnlockOptions, LockOptions, LockRunContext, TryLockOptions } from './lock';
-import { forceReleaseToken } from '../validators';
 import type { OwnedLock } from './owned-lock';
 import { heldLocksOf, runContextOf } from './owned-lock';
 import type { WaitTarget } from '../deadlocks/wait-node';
 import { leaseDriftMs } from '../runtime/held-locks';
 import { monotonicNow } from '../runtime/monotonic-clock';
-
-const scripts = {
-  acquire: LuaScript.named('redlock-acquire'),
-  fence: LuaScript.named('redlock-fence'),
-  release: LuaScript.named('redlock-release'),
-  renew: LuaScript.named('reentrant-renew'),
-  forceRelease: LuaScript.named('force-release'),
-};
+import type { RedLockCalls } from './red-lock-calls';
 
 /**
  * Waiting for a RedLock retries after a random pause (the Redlock algorithm's jitter, so
@@ -47,25 +35,33 @@ const REDLOCK_IDENTITY = 'redlock\n';
  * lease on the masters like a fresh attempt. The watchdog renews on every master and keeps the lock
  * while a majority still holds it; below that the holder's signal aborts with `LockLostError`.
  *
- * Each acquisition carries a fencing token: the largest of the granting masters' tokens, written
- * back to them before the lock counts as held, so the next RedLock of the name (whose majority
- * shares a master with this one's) gets a larger one. Safety otherwise rests on bounded clock drift
- * and process pauses shorter than the lease: see docs/lock-kinds.md#redlock-safety-limits.
+ * In the native layout each acquisition carries a fencing token: the largest of the granting
+ * masters' tokens, written back to them before the lock counts as held, so the next RedLock of the
+ * name (whose majority shares a master with this one's) gets a larger one; in Redisson's layout
+ * there is none. What is written on each master is the layout's (`RedLockCalls`). Safety otherwise
+ * rests on bounded clock drift and process pauses shorter than the lease: see
+ * docs/lock-kinds.md#redlock-safety-limits.
  */
 export class RedLock implements OwnedLock, Contender<boolean> {
   readonly lockKey: string;
   readonly kind = 'redlock';
+  /**
+   * The key on every master: `keyPrefix` + the name's segment, like every lock key
+   * (docs/architecture.md#keys); in Redisson's layout the mapped name.
+   */
+  readonly masterKey: string;
 
   constructor(
     /** @internal */
     readonly engine: LockEngine,
     private readonly masters: RedLockMasters,
     readonly name: string,
-    /** The key on every master (`keyPrefix` + the name's segment, like every lock key: docs/architecture.md#keys). */
-    readonly masterKey: string,
+    /** What the layout writes on each master. */
+    private readonly calls: RedLockCalls,
     readonly ownerId: string,
   ) {
-    this.lockKey = RedLock.identity(masterKey);
+    this.masterKey = calls.key;
+    this.lockKey = RedLock.identity(calls.key);
   }
 
   /** The RedLock's `lockKey` in this process: apart from the plain lock's, which may use the same key. */
@@ -95,7 +91,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     if (!hold || hold.holdCount > 1) return this.unlock();
     // Out of the registry first, as a release: the watchdog must not renew it past `ms` meanwhile.
     this.engine.holds.released(hold);
-    if (!(await this.renew(ms))) throw new LockNotHeldError(this.name);
+    if (!(await this.renew(ms, true))) throw new LockNotHeldError(this.name);
   }
 
   async lock(options?: LockOptions): Promise<void> {
@@ -132,16 +128,11 @@ export class RedLock implements OwnedLock, Contender<boolean> {
   /**
    * Deletes the lock on every master, whoever holds it (with `fencingToken`: on each master where
    * the hold has that token; a master that granted but whose fence was not raised keeps its own
-   * token and its hold, which ends with its lease); true when any master released it.
+   * token and its hold, which ends with its lease); true when any master released it. In Redisson's
+   * layout a `fencingToken` is refused with a `TypeError` (no token is stored).
    */
   async forceUnlock(release?: ForceUnlockOptions): Promise<boolean> {
-    const token = forceReleaseToken('forceUnlock', release?.fencingToken);
-    const args = ['publish', WAKE_ONE, ...(token ? [token] : [])];
-    const votes = await this.masters.ask(
-      async (client) => (await scripts.forceRelease.run(client, [this.masterKey, LockKeys.channel(this.masterKey)], args)) === 1,
-      this.queryTimeout(),
-      { until: 'all', evenIfDown: true },
-    );
+    const votes = await this.masters.ask(this.calls.forceRelease(release), this.queryTimeout(), { until: 'all', evenIfDown: true });
     return votes.yes > 0;
   }
 
@@ -160,7 +151,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     return this.majorityAnswer(votes);
   }
 
-  /** The fencing token of this owner's hold, known locally: `undefined` when not held. */
+  /** The fencing token of this owner's hold, known locally: `undefined` when not held (always in Redisson's layout). */
   getFencingToken(): number | undefined {
     return this.hold?.fencingToken;
   }
@@ -224,31 +215,28 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     const startedAt = monotonicNow();
     const { quorum } = this.masters;
     const timeoutMs = this.masters.masterTimeout(leaseMs);
-    const keys = [this.masterKey, LockKeys.fence(this.masterKey)];
-    const { fenceMemoryMs } = this.engine;
+    const { calls } = this;
     const tokens = new Map<RedisClient, number>();
     // Until every master is identified: one INFO each first, so one server never votes twice (an
     // unidentified master's vote does not count, see RedLockMasters.ask).
     await this.masters.identify(timeoutMs);
     const votes = await this.masters.ask(async (client) => {
-      const result = attemptResult(await scripts.acquire.run(client, keys, [leaseMs, this.ownerId, fenceMemoryMs]));
-      if (typeof result === 'number') return false;
-      tokens.set(client, result.fencingToken ?? 0);
+      const token = await calls.acquire(client, leaseMs, this.ownerId, heldBefore);
+      if (token === false) return false;
+      tokens.set(client, token);
       return true;
     }, timeoutMs);
     let granted = votes.yes >= quorum;
     const token = Math.max(0, ...tokens.values());
-    if (granted && !heldBefore) {
+    if (granted && !heldBefore && calls.fenced) {
       // A re-entry keeps its token; a new hold raises every granting master's fence to the token.
-      const raised = await this.masters.ask(
-        async (client) =>
-          tokens.has(client) && (await scripts.fence.run(client, keys, [token, this.ownerId, fenceMemoryMs])) === 1,
-        timeoutMs,
-      );
+      const raised = await this.masters.ask(async (client) => tokens.has(client) && (await calls.fence(client, token, this.ownerId)), timeoutMs);
       granted = raised.yes >= quorum;
     }
     // The lease began when the first master was asked, not when the last answered.
-    if (granted && leaseMs - (monotonicNow() - startedAt) - leaseDriftMs(leaseMs) > 0) return { fencingToken: token, leaseStartedAt: startedAt };
+    if (granted && leaseMs - (monotonicNow() - startedAt) - leaseDriftMs(leaseMs) > 0) {
+      return { fencingToken: calls.fenced ? token : undefined, leaseStartedAt: startedAt };
+    }
     // A failed first attempt lets go of whatever it got; a failed re-entry keeps the hold it had
     // (the watchdog or the lease decides about that one).
     if (!heldBefore) await this.releaseEverywhere();
@@ -306,13 +294,11 @@ export class RedLock implements OwnedLock, Contender<boolean> {
   /**
    * The watchdog's renewal: true while a majority still holds the lock for this owner; false once
    * a majority no longer can (then the minority's leftovers are released too); a rejection when
-   * too few masters answered to tell, which the watchdog retries until the lease runs out.
+   * too few masters answered to tell, which the watchdog retries until the lease runs out. `exact`:
+   * the lease becomes `leaseMs` (`keepHeldFor`), else a longer one is kept where the layout says so.
    */
-  private async renew(leaseMs: number): Promise<boolean> {
-    const votes = await this.masters.ask(
-      async (client) => (await scripts.renew.run(client, [this.masterKey], [leaseMs, this.ownerId])) === 1,
-      this.masters.masterTimeout(leaseMs),
-    );
+  private async renew(leaseMs: number, exact = false): Promise<boolean> {
+    const votes = await this.masters.ask((client) => this.calls.renew(client, leaseMs, this.ownerId, exact), this.masters.masterTimeout(leaseMs));
     const { quorum, clients } = this.masters;
     if (votes.yes >= quorum) return true;
     if (votes.no > clients.length - quorum) {
@@ -327,12 +313,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
    * (each bounded by the per-master timeout), so after `unlock()` no reachable master still has it.
    */
   private releaseEverywhere(): Promise<Votes> {
-    return this.masters.ask(
-      async (client) =>
-        (await scripts.release.run(client, [this.masterKey, LockKeys.channel(this.masterKey)], [this.ownerId, WAKE_ONE])) === 1,
-      this.queryTimeout(),
-      { until: 'all', evenIfDown: true },
-    );
+    return this.masters.ask(this.calls.release(this.ownerId), this.queryTimeout(), { until: 'all', evenIfDown: true });
   }
 
   /** Bound of a query or release on one master. */

@@ -6,6 +6,7 @@ import { LockInspector } from '../introspection/lock-inspector';
 import { LockService } from '../lock.service';
 import { ReadWriteLockService } from '../read-write-lock.service';
 import { LockKeys } from '../redis/lock-keys';
+import { RedissonNames } from '../layouts/redisson-names';
 import { LockEngine } from '../runtime/lock-engine';
 import { SemaphoreKeys } from '../semaphores/semaphore-keys';
 import { SemaphoreService } from '../semaphores/semaphore.service';
@@ -96,15 +97,34 @@ export class LockTestingControls implements OnApplicationShutdown {
    * would: a watchdog-kept hold at the watchdog's next round (within `watchdogTimeout / 3`), a
    * fixed-lease hold when its lease ends. Its `signal` then aborts with `LockLostError`, and its
    * release finds nothing (which `run` and the decorators do not throw). Under fake timers, advance
-   * the time to get there.
+   * the time to get there. In layout 'redisson' the keys are Redisson's of the mapped name (a fenced
+   * lock's token counter stays).
    */
   async loseLock(name: string): Promise<void> {
+    if (this.engine.redisson) return this.loseRedissonLock(this.engine.redisson.mapName(name));
     const keys = this.engine.keys;
     const lockKey = keys.lock(name);
     const readWriteKey = keys.readWrite(name);
     const semaphore = new SemaphoreKeys(keys, name);
     const gone = [lockKey, readWriteKey, LockKeys.readWriteLeases(readWriteKey), semaphore.base, semaphore.leases];
     for (const server of this.network.all()) for (const key of gone) server.keyspace.delete(key);
+  }
+
+  /**
+   * Layout 'redisson': the keys of the mapped name `key` that hold its locks (docs/redisson-interop.md#keys):
+   * the hash (plain, fair, read-write; a semaphore's counter), a fair lock's queue and deadlines,
+   * the readers' timeout keys and a semaphore's leases. An RFencedLock's token counter stays, as
+   * when a lease runs out: tokens keep growing.
+   */
+  private loseRedissonLock(key: string): void {
+    const gone = new Set([key, RedissonNames.fairQueue(key), RedissonNames.fairTimeouts(key), RedissonNames.semaphoreTimeouts(key)]);
+    // <prefix>:<owner>:rwlock_timeout:<k>, owners being '<36-character client id>:<n>' (no other name's keys).
+    const readHold = new RegExp(`^${escapeRegExp(RedissonNames.readKeyPrefix(key))}:[0-9a-f-]{36}:\\d+:rwlock_timeout:\\d+$`);
+    for (const server of this.network.all()) {
+      for (const stored of server.keyspace.keys(server.now())) {
+        if (gone.has(stored) || readHold.test(stored)) server.keyspace.delete(stored);
+      }
+    }
   }
 
   /**
@@ -160,3 +180,5 @@ export class LockTestingControls implements OnApplicationShutdown {
     return this.elsewhere;
   }
 }
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

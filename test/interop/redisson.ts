@@ -449,6 +449,31 @@ export class RedissonHolder {
     return num(await this.call('pesAvailable', [name]));
   }
 
+  // RedissonRedLock over one extra RedissonClient per master address (standalone servers, `redis://h:p`)
+  /** `new RedissonRedLock(getLock(name) on each master).lock([lease])`; without `leaseMs` the watchdog renews it. */
+  async redLock(name: string, masters: readonly string[], { leaseMs, ...options }: LeaseOptions = {}): Promise<void> {
+    await this.call('redLock', [name, leaseMs ?? -1, masters.join(',')], options);
+  }
+  /** `tryLock(wait, lease)` of that RedissonRedLock (a lease is required by Redisson's API here). */
+  async redTryLock(name: string, masters: readonly string[], waitMs: number, leaseMs: number, { timeoutMs }: CallOptions = {}): Promise<boolean> {
+    return bool(await this.call('redTryLock', [name, waitMs, leaseMs, masters.join(',')], { timeoutMs: timeoutMs ?? waitMs + 15_000 }));
+  }
+  /** Unlocks the RedissonRedLock the last `redLock`/`redTryLock` of `name` made. */
+  async redUnlock(name: string, options?: CallOptions): Promise<void> {
+    await this.call('redUnlock', [name], options);
+  }
+
+  // RedissonMultiLock over getLock(n) of this JVM's client for each name, in the order given
+  async multiLock(names: readonly string[], { leaseMs, ...options }: LeaseOptions = {}): Promise<void> {
+    await this.call('multiLock', [names.join(','), ...lease(leaseMs)], options);
+  }
+  async multiTryLock(names: readonly string[], waitMs: number, { leaseMs, timeoutMs }: LeaseOptions = {}): Promise<boolean> {
+    return bool(await this.call('multiTryLock', [names.join(','), waitMs, ...lease(leaseMs)], { timeoutMs: timeoutMs ?? waitMs + 15_000 }));
+  }
+  async multiUnlock(names: readonly string[], options?: CallOptions): Promise<void> {
+    await this.call('multiUnlock', [names.join(',')], options);
+  }
+
   /**
    * The lost-update probe: GET `key`, pause `gapMs`, SET it to the value + 1, through RBucket, not
    * atomically. Under a lock that excludes, N calls leave N. Resolves with the value it wrote.

@@ -2,8 +2,20 @@ import type Redis from 'ioredis';
 import { LuaScript } from '../../lib/redis/lua-script';
 import { stallEventLoop } from './event-loop';
 
-/** The scripts of an acquisition's attempt that can join or stand in a line (a first small attempt excluded). */
-export const ACQUIRE_SCRIPTS = ['reentrant-acquire', 'rw-read-acquire', 'rw-write-acquire', 'semaphore-acquire'] as const;
+/** The scripts of an acquisition's attempt that can join or stand in a line (a first small attempt excluded), and Redisson's layout's attempts. */
+export const ACQUIRE_SCRIPTS = [
+  'reentrant-acquire',
+  'rw-read-acquire',
+  'rw-write-acquire',
+  'semaphore-acquire',
+  // Layout 'redisson' (docs/redisson-interop.md).
+  'redisson-lock-acquire',
+  'redisson-fair-acquire',
+  'redisson-fair-try-acquire',
+  'redisson-read-acquire',
+  'redisson-write-acquire',
+  'redisson-pes-acquire',
+] as const;
 
 /**
  * Stalls this process's event loop for `ms` right after the `nth` acquiring attempt that `client`

@@ -71,6 +71,8 @@ describe('resolveLockOptions', () => {
       telemetryLockNames: true,
       maxNameLength: 200,
       deadlockCheckAfter: 0,
+      layout: 'native',
+      redisson: undefined,
     });
     expect(resolve({ watchdogTimeout: undefined, keyPrefix: undefined }).watchdogTimeout).toBe(LOCK_OPTION_DEFAULTS.watchdogTimeout);
   });

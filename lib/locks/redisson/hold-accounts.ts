@@ -9,6 +9,13 @@
 export interface HoldAccount {
   inFlight: number;
   pending: number;
+  /**
+   * Releases of the owner's holds sent and not answered yet (by request id): `unlock()` counted their
+   * hold off already, but Redis may not have run them (no answer, or a refusal such as `-BUSY` that
+   * `resendRelease` answers with a resend). Their counts are still accounted for: a take-back that
+   * removed one would make the release's resend remove a second.
+   */
+  releasing: Set<string>;
 }
 
 export class HoldAccounts {
@@ -19,7 +26,7 @@ export class HoldAccounts {
     const key = `${identity}\n${ownerId}`;
     let account = this.accounts.get(key);
     if (!account) {
-      account = { inFlight: 0, pending: 0 };
+      account = { inFlight: 0, pending: 0, releasing: new Set() };
       this.accounts.set(key, account);
     }
     return account;
@@ -27,7 +34,7 @@ export class HoldAccounts {
 
   /** Forgets an account with nothing in it (a busy lock's waiters would otherwise leave one each). */
   settle(identity: string, ownerId: string, account: HoldAccount): void {
-    if (account.inFlight === 0 && account.pending === 0) this.accounts.delete(`${identity}\n${ownerId}`);
+    if (account.inFlight === 0 && account.pending === 0 && account.releasing.size === 0) this.accounts.delete(`${identity}\n${ownerId}`);
   }
 
   /** Accounts open now (tests: none may be left behind). */

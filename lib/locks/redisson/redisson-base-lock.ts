@@ -87,7 +87,7 @@ export abstract class RedissonBaseLock extends BaseLock {
 
   /** How many holds of this owner this process accounts for right now. */
   private accounted(account: HoldAccount): number {
-    return (this.hold?.holdCount ?? 0) + account.pending + account.inFlight;
+    return (this.hold?.holdCount ?? 0) + account.pending + account.inFlight + account.releasing.size;
   }
 
   /** Not used: `attempt` runs `acquireCall` itself (it needs the reply before it becomes a grant). */
@@ -195,12 +195,27 @@ export abstract class RedissonBaseLock extends BaseLock {
     const { engine } = this;
     const latchKey = RedissonNames.unlockLatch(this.redisKey, this.latchId(requestId));
     const { script, keys, args } = this.unlockCall(latchKey, engine.releaseRecordTtlMs, '');
+    // Accounted for until answered (a resend has the same request id), or until its latch, and so
+    // every resend of it, is surely over.
+    const releasing = this.account;
+    releasing.releasing.add(requestId);
+    const forgetLater = (error: unknown): never => {
+      setTimeout(() => {
+        if (releasing.releasing.delete(requestId)) this.settleAccount(releasing);
+      }, engine.releaseRecordTtlMs).unref?.();
+      throw error;
+    };
     return (script.run(engine.client, keys, args, ticket) as Promise<ReleaseResult>).then((result) => {
-      engine.client.del(latchKey).catch(ignore);
+      releasing.releasing.delete(requestId);
+      // Only an answer its caller took may end the latch: one heard after the call's bound expired
+      // has a resend coming (`BaseLock.resendRelease`, same latch id) that must still find it, and a
+      // DEL written now would reach Redis before that resend, which would then unlock a second time.
+      // An unanswered latch ends by its own PX.
+      if (!ticket?.expired) engine.client.del(latchKey).catch(ignore);
       if (result === 0 && this.accounted(this.account) === 0) void this.takeBackSurplus();
       else this.settleAccount(this.account);
       return result;
-    });
+    }, forgetLater);
   }
 
   /** 32 lowercase hex, unique per module instance and release: the client id's first half, then the counter. */

@@ -16,6 +16,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
+import org.redisson.RedissonMultiLock;
+import org.redisson.RedissonRedLock;
 import org.redisson.api.RBucket;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
@@ -48,6 +50,11 @@ public final class RedissonDriver {
     private static final PrintStream OUT = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
     private static final Map<String, Holder> HOLDERS = new ConcurrentHashMap<>();
     private static RedissonClient redisson;
+    /** RedLock masters: one extra client per address (standalone), made on first use. */
+    private static final Map<String, RedissonClient> MASTERS = new ConcurrentHashMap<>();
+    /** The RedissonRedLock last taken under each name, for redUnlock. */
+    private static final Map<String, RedissonRedLock> RED_LOCKS = new ConcurrentHashMap<>();
+    private static long watchdogMs;
 
     /** One holder: one thread, and its id as Redisson sees it. */
     private static final class Holder {
@@ -69,6 +76,7 @@ public final class RedissonDriver {
         String address = option(options, "address", "REDISSON_ADDRESS", null);
         String cluster = option(options, "cluster", "REDISSON_CLUSTER", null);
         long watchdog = Long.parseLong(option(options, "watchdog", "REDISSON_WATCHDOG_MS", "30000"));
+        watchdogMs = watchdog;
         String sharded = option(options, "sharded", "REDISSON_SHARDED", "auto");
         String fairWait = option(options, "fair-wait", "REDISSON_FAIR_WAIT_MS", null);
 
@@ -122,6 +130,13 @@ public final class RedissonDriver {
 
     private static void quit(String id) {
         for (Holder holder : HOLDERS.values()) holder.executor.shutdownNow();
+        for (RedissonClient master : MASTERS.values()) {
+            try {
+                master.shutdown();
+            } catch (Throwable ignored) {
+                // exiting anyway
+            }
+        }
         try {
             redisson.shutdown();
         } catch (Throwable ignored) {
@@ -251,6 +266,42 @@ public final class RedissonDriver {
             case "pesAvailable":
                 return String.valueOf(redisson.getPermitExpirableSemaphore(name(a)).availablePermits());
 
+            // RedissonRedLock over getLock(name) of one client per master address (a, b, c: standalone
+            // servers); leaseMs -1 = the watchdog. redUnlock releases the one redLock/redTryLock took.
+            case "redLock": {
+                RedissonRedLock lock = redLock(name(a), a, 2);
+                long lease = ms(a, 1);
+                if (lease < 0) lock.lockInterruptibly();
+                else lock.lockInterruptibly(lease, TimeUnit.MILLISECONDS);
+                return null;
+            }
+            case "redTryLock": {
+                RedissonRedLock lock = redLock(name(a), a, 3);
+                return String.valueOf(lock.tryLock(ms(a, 1), ms(a, 2), TimeUnit.MILLISECONDS));
+            }
+            case "redUnlock": {
+                RedissonRedLock lock = RED_LOCKS.get(name(a));
+                if (lock == null) throw new IllegalStateException("no redLock taken under " + name(a));
+                lock.unlock();
+                return null;
+            }
+
+            // RedissonMultiLock over getLock(n) of the main client for each of n1,n2,... (list order).
+            case "multiLock": {
+                RedissonMultiLock lock = multiLock(a);
+                if (a.length > 1) lock.lock(ms(a, 1), TimeUnit.MILLISECONDS);
+                else lock.lockInterruptibly();
+                return null;
+            }
+            case "multiTryLock": {
+                RedissonMultiLock lock = multiLock(a);
+                if (a.length > 2) return String.valueOf(lock.tryLock(ms(a, 1), ms(a, 2), TimeUnit.MILLISECONDS));
+                return String.valueOf(lock.tryLock(ms(a, 1), TimeUnit.MILLISECONDS));
+            }
+            case "multiUnlock":
+                multiLock(a).unlock();
+                return null;
+
             // A lost-update probe: GET then SET through RBucket, not atomic on purpose. Run it under a
             // lock; a counter short of the number of increments means two holders overlapped.
             case "incr": {
@@ -267,6 +318,36 @@ public final class RedissonDriver {
             default:
                 throw new IllegalArgumentException("unknown command " + command);
         }
+    }
+
+    /** A RedissonRedLock of {@code name} over the masters listed (comma-separated) at {@code at}; kept for redUnlock. */
+    private static RedissonRedLock redLock(String name, String[] a, int at) {
+        if (a.length <= at) throw new IllegalArgumentException("missing master addresses (argument " + (at + 1) + ")");
+        String[] addresses = a[at].split(",");
+        RLock[] locks = new RLock[addresses.length];
+        for (int i = 0; i < addresses.length; i++) locks[i] = master(addresses[i].trim()).getLock(name);
+        RedissonRedLock lock = new RedissonRedLock(locks);
+        RED_LOCKS.put(name, lock);
+        return lock;
+    }
+
+    /** The RedLock client of one master address, made once (same watchdog as the main client). */
+    private static RedissonClient master(String address) {
+        return MASTERS.computeIfAbsent(address, addr -> {
+            Config config = new Config();
+            config.setLockWatchdogTimeout(watchdogMs);
+            config.useSingleServer().setAddress(addr).setConnectionMinimumIdleSize(2).setConnectionPoolSize(4)
+                    .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(2);
+            return Redisson.create(config);
+        });
+    }
+
+    /** A RedissonMultiLock over getLock(n) of the main client, for the names (comma-separated) in a[0], in that order. */
+    private static RedissonMultiLock multiLock(String[] a) {
+        String[] names = name(a).split(",");
+        RLock[] locks = new RLock[names.length];
+        for (int i = 0; i < names.length; i++) locks[i] = redisson.getLock(names[i]);
+        return new RedissonMultiLock(locks);
     }
 
     /** lock(name) with the watchdog, or lock(name, leaseMs) when a lease is given at {@code at}. */
