@@ -28,6 +28,19 @@ const RETRY_JITTER_MS = 100;
 const REDLOCK_IDENTITY = 'redlock\n';
 
 /**
+ * Per module instance, RedLock and owner: attempts out (sent, or granted and not yet recorded or
+ * undone) and releases sent. A release takes every hold of the owner on a master, so it must not
+ * be sent while another attempt of the same owner may be granted (that flow would hold nothing),
+ * and a grant whose round overlapped a release of the owner is not to be trusted (the release may
+ * have reached a master after the grant there).
+ */
+interface OwnerTraffic {
+  attempts: number;
+  releases: number;
+}
+const trafficOf = new WeakMap<LockEngine, Map<string, OwnerTraffic>>();
+
+/**
  * The Redlock algorithm over the independent masters of `redlock.clients` (docs/architecture.md#redlock): the same
  * key on every master; acquired when a majority (N/2 + 1) granted it within the lease minus the
  * time spent asking minus the drift allowance; otherwise released on all N. Re-entry is counted in
@@ -211,7 +224,39 @@ export class RedLock implements OwnedLock, Contender<boolean> {
    * contenders do not keep colliding). `LockUnavailableError` when too few masters answered.
    */
   async attempt(leaseMs: number): Promise<AttemptOutcome> {
+    const traffic = this.traffic();
+    traffic.attempts += 1;
+    let out = true;
+    try {
+      const outcome = await this.round(leaseMs, traffic);
+      out = typeof outcome === 'object' && !(outcome instanceof LockUnavailableError);
+      return outcome;
+    } catch (error) {
+      out = false;
+      throw error;
+    } finally {
+      if (!out) this.attemptOver(traffic);
+    }
+  }
+
+  private traffic(): OwnerTraffic {
+    let byKey = trafficOf.get(this.engine);
+    if (!byKey) trafficOf.set(this.engine, (byKey = new Map()));
+    const key = `${this.lockKey}\n${this.ownerId}`;
+    let traffic = byKey.get(key);
+    if (!traffic) byKey.set(key, (traffic = { attempts: 0, releases: 0 }));
+    return traffic;
+  }
+
+  /** One attempt of the owner is over; the record goes with the last (releases matter only to attempts out). */
+  private attemptOver(traffic: OwnerTraffic): void {
+    traffic.attempts -= 1;
+    if (traffic.attempts === 0) trafficOf.get(this.engine)?.delete(`${this.lockKey}\n${this.ownerId}`);
+  }
+
+  private async round(leaseMs: number, traffic: OwnerTraffic): Promise<AttemptOutcome> {
     const heldBefore = this.hold !== undefined;
+    const releasesBefore = traffic.releases;
     const startedAt = monotonicNow();
     const { quorum } = this.masters;
     const timeoutMs = this.masters.masterTimeout(leaseMs);
@@ -233,13 +278,17 @@ export class RedLock implements OwnedLock, Contender<boolean> {
       const raised = await this.masters.ask(async (client) => tokens.has(client) && (await calls.fence(client, token, this.ownerId)), timeoutMs);
       granted = raised.yes >= quorum;
     }
+    // A release of this owner sent during the round may have reached a master after its grant there.
+    if (traffic.releases !== releasesBefore) granted = false;
     // The lease began when the first master was asked, not when the last answered.
     if (granted && leaseMs - (monotonicNow() - startedAt) - leaseDriftMs(leaseMs) > 0) {
       return { fencingToken: calls.fenced ? token : undefined, leaseStartedAt: startedAt };
     }
     // A failed first attempt lets go of whatever it got; a failed re-entry keeps the hold it had
     // (the watchdog or the lease decides about that one).
-    if (!heldBefore) await this.releaseEverywhere();
+    // Not while the owner holds it now, nor while another of its attempts may be granted: the
+    // release takes every hold of the owner (the last attempt out, or the holder's unlock, lets go).
+    if (!heldBefore && this.hold === undefined && traffic.attempts === 1) await this.releaseEverywhere();
     if (votes.failed > this.masters.clients.length - quorum) {
       return this.unavailable(votes.firstError ?? new Error(REDLOCK_NO_MAJORITY(this.name, votes.yes, this.masters.clients.length, quorum)));
     }
@@ -248,6 +297,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
 
   /** @internal */
   held(grant: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): boolean {
+    this.attemptOver(this.traffic());
     const terms: HoldTerms = {
       leaseMs,
       grantSentAt,
@@ -262,7 +312,9 @@ export class RedLock implements OwnedLock, Contender<boolean> {
 
   /** @internal A grant after the caller gave up: a new hold is let go everywhere; a re-entry keeps the hold it had. */
   undoGrant(): Promise<unknown> {
-    if (this.hold) return Promise.resolve();
+    const traffic = this.traffic();
+    this.attemptOver(traffic);
+    if (this.hold || traffic.attempts > 0) return Promise.resolve();
     return this.releaseEverywhere().catch(() => undefined);
   }
 
@@ -313,6 +365,8 @@ export class RedLock implements OwnedLock, Contender<boolean> {
    * (each bounded by the per-master timeout), so after `unlock()` no reachable master still has it.
    */
   private releaseEverywhere(): Promise<Votes> {
+    const traffic = trafficOf.get(this.engine)?.get(`${this.lockKey}\n${this.ownerId}`);
+    if (traffic) traffic.releases += 1;
     return this.masters.ask(this.calls.release(this.ownerId), this.queryTimeout(), { until: 'all', evenIfDown: true });
   }
 
