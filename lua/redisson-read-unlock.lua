@@ -48,9 +48,27 @@ if guard ~= nil then
   target = guard
 end
 
+-- Which of the owner's holds ended is not known here (one owner's holds may be taken with different
+-- leases and released in any order: two flows of one call chain): the holds left keep the longest
+-- timeout keys, renumbered 1..count as Redisson's unlock expects (it deletes key count+1).
+local ttls = {}
+for k = 1, held do
+  ttls[k] = redis.call('pttl', timeoutPrefix .. ':' .. k)
+end
+table.sort(ttls, function(x, y) return x > y end)
 local count = redis.call('hincrby', rwKey, ownerId, target - held)
 if count == 0 then
   redis.call('hdel', rwKey, ownerId)
+end
+for k = 1, count do
+  local holdKey = timeoutPrefix .. ':' .. k
+  if ttls[k] > 0 then
+    if redis.call('pttl', holdKey) ~= ttls[k] then
+      redis.call('set', holdKey, 1, 'px', ttls[k])
+    end
+  elseif ttls[k] == -2 then
+    redis.call('del', holdKey)
+  end
 end
 for k = held, count + 1, -1 do
   redis.call('del', timeoutPrefix .. ':' .. k)
