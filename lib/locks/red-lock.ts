@@ -1,4 +1,5 @@
 import { LockError, LockNotHeldError, LockUnavailableError } from '../errors';
+import { attemptOver, ownerTraffic, releaseSent, type OwnerTraffic } from './red-lock-traffic';
 import { REDLOCK_NO_MAJORITY } from '../lock.messages';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
@@ -27,18 +28,6 @@ const RETRY_JITTER_MS = 100;
 /** Prefix of a RedLock's identity in the owner context and hold registry, apart from a plain lock of the same name. */
 const REDLOCK_IDENTITY = 'redlock\n';
 
-/**
- * Per module instance, RedLock and owner: attempts out (sent, or granted and not yet recorded or
- * undone) and releases sent. A release takes every hold of the owner on a master, so it must not
- * be sent while another attempt of the same owner may be granted (that flow would hold nothing),
- * and a grant whose round overlapped a release of the owner is not to be trusted (the release may
- * have reached a master after the grant there).
- */
-interface OwnerTraffic {
-  attempts: number;
-  releases: number;
-}
-const trafficOf = new WeakMap<LockEngine, Map<string, OwnerTraffic>>();
 
 /**
  * The Redlock algorithm over the independent masters of `redlock.clients` (docs/architecture.md#redlock): the same
@@ -240,18 +229,12 @@ export class RedLock implements OwnedLock, Contender<boolean> {
   }
 
   private traffic(): OwnerTraffic {
-    let byKey = trafficOf.get(this.engine);
-    if (!byKey) trafficOf.set(this.engine, (byKey = new Map()));
-    const key = `${this.lockKey}\n${this.ownerId}`;
-    let traffic = byKey.get(key);
-    if (!traffic) byKey.set(key, (traffic = { attempts: 0, releases: 0 }));
-    return traffic;
+    return ownerTraffic(this.engine, this.lockKey, this.ownerId);
   }
 
-  /** One attempt of the owner is over; the record goes with the last (releases matter only to attempts out). */
+  /** One attempt of the owner is over (see red-lock-traffic.ts). */
   private attemptOver(traffic: OwnerTraffic): void {
-    traffic.attempts -= 1;
-    if (traffic.attempts === 0) trafficOf.get(this.engine)?.delete(`${this.lockKey}\n${this.ownerId}`);
+    attemptOver(this.engine, this.lockKey, this.ownerId, traffic);
   }
 
   private async round(leaseMs: number, traffic: OwnerTraffic): Promise<AttemptOutcome> {
@@ -365,8 +348,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
    * (each bounded by the per-master timeout), so after `unlock()` no reachable master still has it.
    */
   private releaseEverywhere(): Promise<Votes> {
-    const traffic = trafficOf.get(this.engine)?.get(`${this.lockKey}\n${this.ownerId}`);
-    if (traffic) traffic.releases += 1;
+    releaseSent(this.engine, this.lockKey, this.ownerId);
     return this.masters.ask(this.calls.release(this.ownerId), this.queryTimeout(), { until: 'all', evenIfDown: true });
   }
 
