@@ -59,7 +59,7 @@ export class RedissonSemaphore extends Semaphore {
 
   /** Permits free now: Redis's counter plus leases past their deadline (the next acquire reclaims them). */
   override async availablePermits(): Promise<number> {
-    const [available] = await this.readPes();
+    const [available] = await this.readPes(true);
     return available ?? this.permits;
   }
 
@@ -119,10 +119,11 @@ export class RedissonSemaphore extends Semaphore {
   }
 
   /** [available (undefined: never set up), live leases, [hex id, deadline, ...], server time]. */
-  private readPes(): Promise<[number | undefined, number, string[], number]> {
+  private readPes(countsOnly = false): Promise<[number | undefined, number, string[], number]> {
     const { engine } = this;
     return engine.call(this.name, async (ticket) => {
-      const reply = (await scripts.read.run(engine.client, [this.redisKey, this.timeoutKey], [Date.now()], ticket)) as [unknown, unknown, string[], unknown];
+      const args = [Date.now(), countsOnly ? 1 : 0];
+      const reply = (await scripts.read.run(engine.client, [this.redisKey, this.timeoutKey], args, ticket)) as [unknown, unknown, string[], unknown];
       const available = reply[0] === null || reply[0] === undefined ? undefined : Number(reply[0]);
       return [available, Number(reply[1]), reply[2] ?? [], Number(reply[3])];
     });
