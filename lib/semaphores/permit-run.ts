@@ -2,12 +2,10 @@ import { LockNotHeldError } from '../errors';
 import type { LockRunContext, TryLockOptions } from '../locks/lock';
 import { HeldLockRunContext } from '../locks/owned-lock';
 import type { RunnableLock } from '../locks/runnable-lock';
-import { LuaScript } from '../redis/lua-script';
 import type { HeldLock } from '../runtime/held-locks';
 import type { Permit } from './permit';
 import type { Semaphore } from './semaphore';
 
-const renewScript = LuaScript.named('semaphore-renew');
 /** What a permit run records for re-entry: nothing (permits are not re-entered). */
 const NO_HOLDS: readonly HeldLock[] = [];
 
@@ -39,28 +37,29 @@ export class PermitRun implements RunnableLock {
   }
 
   /**
-   * The holder's renewal with `ms` as the lease, in place of the release: the permits go back by
-   * themselves then (the next acquisition drops an ended lease).
+   * The permits' lease becomes `ms` from now, in place of the release: they go back by themselves
+   * then (the next acquisition drops an ended lease; in Redisson's layout, reclaims it).
    */
   keepHeldFor(ms: number): Promise<void> {
-    const permit = this.permit;
-    const { engine, keys, name } = this.semaphore;
-    const hold = permit && engine.holds.get(keys.base, permit.ownerId);
+    const { permit, semaphore } = this;
+    const hold = this.hold();
     if (!permit || !hold) return this.unlock();
     // Forgotten first, as a release does: the watchdog must not renew them past `ms` meanwhile.
-    engine.holds.forget(hold);
-    const args = [ms, permit.ownerId];
-    return engine.call(name, (ticket) => renewScript.run(engine.client, [keys.base, keys.leases], args, ticket)).then((renewed) => {
-      if (renewed !== 1) throw new LockNotHeldError(name);
+    semaphore.engine.holds.forget(hold);
+    return semaphore.keepPermitFor(permit, ms).then((renewed) => {
+      if (!renewed) throw new LockNotHeldError(semaphore.name);
     });
   }
 
   /** The permits' hold: a wait inside the run holds it up (docs/deadlocks.md). */
   heldLocks(): readonly HeldLock[] {
-    const permit = this.permit;
-    const { engine, keys } = this.semaphore;
-    const hold = permit && engine.holds.get(keys.base, permit.ownerId);
+    const hold = this.hold();
     return hold ? [hold] : NO_HOLDS;
+  }
+
+  private hold(): HeldLock | undefined {
+    const { permit, semaphore } = this;
+    return (permit && semaphore.engine.holds.get(semaphore.holdKey, permit.ownerId)) || undefined;
   }
 
   runContext(): LockRunContext {

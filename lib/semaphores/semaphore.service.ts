@@ -7,7 +7,6 @@ import { PermitRun } from './permit-run';
 import { Semaphore } from './semaphore';
 import type { SemaphoreForceReleaseOptions, SemaphoreInfo, SemaphoreOptions, SemaphoreRunOptions } from './semaphore.options';
 import { RedissonSemaphore } from './redisson/redisson-semaphore';
-import { RedissonPermitRun } from './redisson/redisson-permit-run';
 import type { RunnableLock } from '../locks/runnable-lock';
 
 /**
@@ -43,7 +42,7 @@ export class SemaphoreService {
     let permits: RunnableLock;
     try {
       const semaphore = this.getSemaphore(name, options);
-      permits = semaphore instanceof RedissonSemaphore ? new RedissonPermitRun(semaphore, options.take) : new PermitRun(semaphore, options.take);
+      permits = new PermitRun(semaphore, options.take);
     } catch (error) {
       return Promise.reject(error);
     }

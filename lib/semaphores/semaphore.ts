@@ -76,6 +76,21 @@ export class Semaphore {
     return Math.max(0, (limit || this.permits) - used);
   }
 
+  /** @internal This semaphore's key in the hold registry. */
+  get holdKey(): string {
+    return this.keys.base;
+  }
+
+  /**
+   * @internal `minHoldTime`: `permit`'s lease becomes exactly `ms` from now, in place of its release.
+   * False when the permit was no longer held.
+   */
+  keepPermitFor(permit: Permit, ms: number): Promise<boolean> {
+    const { engine, keys } = this;
+    const args = [ms, permit.ownerId];
+    return engine.call(this.name, (ticket) => semaphoreScripts.renew.run(engine.client, [keys.base, keys.leases], args, ticket)).then((renewed) => renewed === 1);
+  }
+
   /** @internal The state as `SemaphoreService.inspect` reports it. */
   async inspect(): Promise<SemaphoreInfo> {
     const [limit, used, holders, waiters, serverTime] = await this.read(true);

@@ -11,7 +11,7 @@ import type { Permit } from '../permit';
 import { Semaphore } from '../semaphore';
 import type { AcquireOptions, SemaphoreForceReleaseOptions, SemaphoreInfo } from '../semaphore.options';
 import type { RedissonRuntime } from '../../layouts/redisson-runtime';
-import { RedissonPermitRequest } from './redisson-permit-request';
+import { permitIdsOf, RedissonPermitRequest } from './redisson-permit-request';
 
 const scripts = {
   release: LuaScript.named('redisson-pes-release'),
@@ -31,8 +31,6 @@ export class RedissonSemaphore extends Semaphore {
   readonly redisKey: string;
   readonly timeoutKey: string;
   readonly channel: string;
-  /** This semaphore's key in the hold registry: not `N`, which a lock of the same name uses too. */
-  readonly holdKey: string;
 
   /** @internal The engine's Redisson runtime: name mapper, publish command (read per call: the start's probe decides it). */
   readonly redisson: RedissonRuntime;
@@ -43,7 +41,17 @@ export class RedissonSemaphore extends Semaphore {
     this.redisKey = this.redisson.mapName(name);
     this.timeoutKey = RedissonNames.semaphoreTimeouts(this.redisKey);
     this.channel = RedissonNames.semaphoreChannel(this.redisKey);
-    this.holdKey = `sem\n${this.redisKey}`;
+  }
+
+  /** @internal This semaphore's key in the hold registry: not `N`, which a lock of the same name uses too. */
+  override get holdKey(): string {
+    return `sem\n${this.redisKey}`;
+  }
+
+  /** @internal `minHoldTime`: the permits' deadline set to `ms` from now; they go back by themselves then. */
+  override keepPermitFor(permit: Permit, ms: number): Promise<boolean> {
+    const ids = permitIdsOf(permit);
+    return ids ? this.renewIds(ids, ms, true) : Promise.resolve(false);
   }
 
   override async acquire(options?: AcquireOptions): Promise<Permit> {
