@@ -30,6 +30,20 @@ describe('semaphore in layout redisson', () => {
   });
   const fresh = () => `rsem-${++names}`;
 
+  it('minHoldTime: the permit stays leased in Redis until minHoldTime after the body, then Redisson reclaims it', async () => {
+    const name = fresh();
+    const started = Date.now();
+    await a.get(SemaphoreService).run(name, async () => undefined, { permits: 1, waitTime: 0, minHoldTime: 1_500 });
+    // Right after the body: still leased (the deadline moved to minHoldTime from the release), the counter at 0.
+    const [, deadline] = await raw.zrange(RedissonNames.semaphoreTimeouts(name), 0, -1, 'WITHSCORES');
+    expect(Number(deadline)).toBeGreaterThanOrEqual(started + 1_500);
+    expect(await raw.get(name)).toBe('0');
+    expect(await b.get(SemaphoreService).run(name, async () => 'in', { permits: 1, waitTime: 0, skipIfLocked: true })).toBeUndefined();
+    // At the deadline the next acquire reclaims it (Redisson's effect).
+    await waitUntil(() => Date.now() > Number(deadline) + 20);
+    expect(await b.get(SemaphoreService).run(name, async () => 'in', { permits: 1, waitTime: 0 })).toBe('in');
+  });
+
   it("permits are counted across two modules in Redisson's keys: never more than the limit inside (over-limit witness)", async () => {
     const name = fresh();
     let inside = 0;
