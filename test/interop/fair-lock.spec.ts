@@ -8,6 +8,7 @@ import { createLockApp } from '../support/lock-app';
 import { describeOnCluster, startRedisCluster, type TestRedisCluster } from '../support/redis-cluster';
 import { startRedisBinary, type TestRedis } from '../support/redis-server';
 import { buildRedissonDriver, RedissonProcess, redissonVersionsUnderTest, type RedissonHolder } from './redisson';
+import { ScenarioViolation } from './scenario';
 
 /**
  * Scenario 6 of test/interop/DESIGN-redisson-layout.md §8, fair order across languages: a Java
@@ -33,18 +34,7 @@ const suffix = enabled ? '' : ' [skipped: set INTEROP=1 to run]';
 
 jest.setTimeout(60_000);
 
-type ViolationCode = 'not-excluded' | 'out-of-order';
 
-/** What a scenario found wrong, from an explicit check (never a timeout). */
-class ScenarioViolation extends Error {
-  constructor(
-    readonly code: ViolationCode,
-    message: string,
-  ) {
-    super(`${code}: ${message}`);
-    this.name = 'ScenarioViolation';
-  }
-}
 
 /**
  * Who holds the lock, as the parties report it: a party enters after its acquisition answered and

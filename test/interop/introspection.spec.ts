@@ -8,6 +8,7 @@ import { redisServerBin } from '../support/redis-binaries';
 import { startRedisBinary, type TestRedis } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
 import { buildRedissonDriver, RedissonProcess, redissonVersionsUnderTest } from './redisson';
+import { ScenarioViolation } from './scenario';
 
 /**
  * Introspection across languages (DESIGN-redisson-layout.md §4.5): a real Java Redisson holds a
@@ -31,16 +32,6 @@ jest.setTimeout(60_000);
 
 type Layout = 'redisson' | 'native';
 
-/** A scenario's explicit check failed: `code` says which. */
-class ScenarioViolation extends Error {
-  constructor(
-    readonly code: string,
-    detail: string,
-  ) {
-    super(`${code}: ${detail}`);
-    this.name = 'ScenarioViolation';
-  }
-}
 
 function check(condition: boolean, code: string, detail: () => string): asserts condition {
   if (!condition) throw new ScenarioViolation(code, detail());

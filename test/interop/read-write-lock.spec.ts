@@ -6,6 +6,7 @@ import { clusterUnsupportedReason, redisServerBin } from '../support/redis-binar
 import { startRedisCluster, type TestRedisCluster } from '../support/redis-cluster';
 import { startRedisBinary, type TestRedis } from '../support/redis-server';
 import { buildRedissonDriver, RedissonProcess, redissonVersionsUnderTest } from './redisson';
+import { ScenarioViolation } from './scenario';
 
 /**
  * Scenario 7 of DESIGN-redisson-layout.md §8: our `ReadWriteLockService` in layout 'redisson' and a
@@ -31,16 +32,6 @@ jest.setTimeout(60_000);
 
 type Layout = 'redisson' | 'native';
 
-/** A scenario's explicit check failed: `code` says which. */
-class ScenarioViolation extends Error {
-  constructor(
-    readonly code: string,
-    detail: string,
-  ) {
-    super(`${code}: ${detail}`);
-    this.name = 'ScenarioViolation';
-  }
-}
 
 function check(condition: boolean, code: string, detail: () => string): asserts condition {
   if (!condition) throw new ScenarioViolation(code, detail());

@@ -5,6 +5,7 @@ import { createLockApp, sleep } from '../support/lock-app';
 import type { TestRedis } from '../support/redis-server';
 import { startRedisServers, stopRedisServers } from '../support/redis-servers';
 import { buildRedissonDriver, RedissonProcess, redissonVersionsUnderTest, type RedissonHolder } from './redisson';
+import { ScenarioViolation } from './scenario';
 
 /**
  * RedLock and multi-locks across languages (test/interop/DESIGN-redisson-layout.md §3.5, §8): a Java
@@ -35,18 +36,7 @@ const suffix = enabled ? '' : ' [skipped: set INTEROP=1 to run]';
 
 jest.setTimeout(60_000);
 
-type ViolationCode = 'not-excluded' | 'lost-update';
 
-/** What a scenario found wrong, from an explicit check (never a timeout). */
-class ScenarioViolation extends Error {
-  constructor(
-    readonly code: ViolationCode,
-    message: string,
-  ) {
-    super(`${code}: ${message}`);
-    this.name = 'ScenarioViolation';
-  }
-}
 
 /** One side of a scenario: a lock of one language, and the lost-update probe's step in that language. */
 interface Party {

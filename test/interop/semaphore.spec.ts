@@ -9,6 +9,7 @@ import { shardSubscribers, startRedisCluster, type TestRedisCluster } from '../s
 import { startRedisBinary, type TestRedis } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
 import { buildRedissonDriver, RedissonProcess, redissonVersionsUnderTest } from './redisson';
+import { ScenarioViolation } from './scenario';
 
 /**
  * Permits shared with a real Java Redisson (DESIGN-redisson-layout §8 scenario 8): Java sets the
@@ -30,15 +31,6 @@ const NODE_LEASE_MS = 30_000;
 /** A wake-up by message must come this fast (the aim is ~100 ms; 2 shared cores and a JVM). */
 const WAKE_BOUND_MS = 500;
 
-/** An explicit check failed: the two sides did not share the permits. */
-class ScenarioViolation extends Error {
-  constructor(
-    readonly code: 'over-limit' | 'not-granted',
-    detail: string,
-  ) {
-    super(`${code}: ${detail}`);
-  }
-}
 
 interface Topology {
   readonly kind: 'standalone' | 'cluster';
