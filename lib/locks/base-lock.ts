@@ -255,11 +255,21 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     if (!hold || hold.holdCount > 1) return this.unlock();
     const { engine } = this;
     // Forgotten first, as a release does: the watchdog must not renew it past `ms` meanwhile.
+    const exact = this.mayShortenOnKeep();
     engine.holds.released(hold);
-    const { script, keys, args } = this.renewalCall(ms, true);
+    const { script, keys, args } = this.renewalCall(ms, exact);
     return engine.call(this.name, (ticket) => script.run(engine.client, keys, args, ticket)).then((renewed) => {
       if (renewed !== 1) throw new LockNotHeldError(this.name);
     });
+  }
+
+  /**
+   * Whether `keepHeldFor` may set the lease to exactly its `ms` (shortening it). A kind whose holds
+   * of one owner share one TTL says no while another grant of the owner is on its way (its key must
+   * keep that grant's lease): the renewal is then extend-only.
+   */
+  protected mayShortenOnKeep(): boolean {
+    return true;
   }
 
   /**

@@ -93,6 +93,9 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     if (!hold || hold.holdCount > 1) return this.unlock();
     // Out of the registry first, as a release: the watchdog must not renew it past `ms` meanwhile.
     this.engine.holds.released(hold);
+    // The exact renewal shortens the owner's one key on each master: like a release, it may reach a
+    // master after the grant of a round of the same owner in progress, which must not trust it then.
+    releaseSent(this.engine, this.lockKey, this.ownerId);
     if (!(await this.renew(ms, true))) throw new LockNotHeldError(this.name);
   }
 

@@ -90,6 +90,18 @@ export abstract class RedissonBaseLock extends BaseLock {
     return (this.hold?.holdCount ?? 0) + account.pending + account.inFlight + account.releasing.size;
   }
 
+  /**
+   * An attempt of this owner sent or answered and not yet recorded shares the key's one TTL: an
+   * exact `PEXPIRE ms` that Redis runs after it would leave that grant's hold a key shorter than
+   * its lease (no watchdog renews an explicit lease). Then `minHoldTime` only extends.
+   */
+  protected override mayShortenOnKeep(): boolean {
+    const account = this.account;
+    const open = account.inFlight + account.pending;
+    this.settleAccount(account);
+    return open === 0;
+  }
+
   /** Not used: `attempt` runs `acquireCall` itself (it needs the reply before it becomes a grant). */
   protected acquireScript(): Promise<AttemptResult> {
     return Promise.reject(new Error('unreachable'));
