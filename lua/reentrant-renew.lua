@@ -5,13 +5,20 @@
 -- ARGV[3]  '1': extend only (the watchdog, a multi-lock's re-arm): a longer lease another hold of
 --          the owner was granted is kept; otherwise the lease becomes exactly ARGV[1] (the release
 --          of the last hold that leaves the lock to expire at its minHoldTime)
+--          Exact applies to the owner's last hold only: when Redis counts more holds of the owner
+--          (a re-entry of another flow of the same owner that ran first), it only extends, so that
+--          hold keeps the lease it was granted (docs/owners-and-reentry.md)
 -- Returns  1 when renewed, 0 when the owner no longer holds the lock (it was lost)
 local lockKey = KEYS[1]
 local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local extendOnly = ARGV[3] == '1'
 
-if redis.call('hexists', lockKey, ownerId) == 1 then
+local holds = tonumber(redis.call('hget', lockKey, ownerId))
+if holds then
+  if holds > 1 then
+    extendOnly = true
+  end
   local ttl = redis.call('pttl', lockKey)
   if not extendOnly or ttl < leaseMs then
     redis.call('pexpire', lockKey, leaseMs)

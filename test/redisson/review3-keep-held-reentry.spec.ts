@@ -15,7 +15,10 @@ import { HoldWitness } from '../support/hold-witness';
  * a fresh hold with its own lease: Redis's key dies at `ms`, long before the hold's local lease, and
  * with an explicit leaseTime no watchdog renews it. Another process gets in under the live body.
  */
-describe("review3: layout 'redisson' minHoldTime release against a concurrent re-entry of the same owner", () => {
+describe.each([
+  ['redisson', (name: string) => name],
+  ['native', (name: string) => `lock:{${name}}`],
+] as const)("review3: layout '%s': minHoldTime release against a concurrent re-entry of the same owner", (layout, keyOf) => {
   let redis: TestRedis;
   let relay: DelayRelay;
   let slow: TestingModule;
@@ -27,8 +30,8 @@ describe("review3: layout 'redisson' minHoldTime release against a concurrent re
     redis = await startRedis();
     raw = redis.client();
     relay = await DelayRelay.start(redis.port, 20);
-    slow = await createLockApp({ redis: relay.url, layout: 'redisson', watchdogTimeout: 30_000 });
-    other = await createLockApp({ redis: redis.url, layout: 'redisson', watchdogTimeout: 30_000 });
+    slow = await createLockApp({ redis: relay.url, layout, watchdogTimeout: 30_000 });
+    other = await createLockApp({ redis: redis.url, layout, watchdogTimeout: 30_000 });
   });
   afterAll(async () => {
     await slow?.close();
@@ -51,7 +54,7 @@ describe("review3: layout 'redisson' minHoldTime release against a concurrent re
           (ctx) =>
             witness.inside('slow', name, ctx.signal, async () => {
               await sleep(50);
-              childPttl = await raw.pttl(name);
+              childPttl = await raw.pttl(keyOf(name));
               await sleep(2_500);
             }),
           { leaseTime: 10_000 },
