@@ -4,6 +4,7 @@ import {
   LOCK_NAME_TOO_LONG,
   LOCK_NOT_ACQUIRED,
   LOCK_NOT_HELD,
+  REENTRY_HOLD_ENDED,
   LOCK_UNAVAILABLE,
   LOCK_UPGRADE_DEADLOCK,
   LOCK_WAS_LOST,
@@ -78,6 +79,17 @@ export class LockNotHeldError extends LockError {
     readonly lockName: string,
   ) {
     super(LOCK_NOT_HELD(lockName));
+  }
+}
+
+/**
+ * @internal A re-entry-only attempt found that the owner holds nothing any more: the body's hold it
+ * would re-enter ended (docs/owners-and-reentry.md#the-owner-model). Never reaches a caller: the
+ * lock asked through asks again as an owner of its own.
+ */
+export class ReentryEndedError extends LockError {
+  constructor(readonly lockName: string) {
+    super(REENTRY_HOLD_ENDED(lockName));
   }
 }
 

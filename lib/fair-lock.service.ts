@@ -3,6 +3,8 @@ import type { Lock, LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOp
 import { FairLock } from './locks/fair-lock';
 import { RedissonFairLock } from './locks/redisson/redisson-fair-lock';
 import { checkLockName } from './validators';
+import { lockForChain } from './locks/chain-bound-lock';
+import type { OwnedLock } from './locks/owned-lock';
 import { LockEngine } from './runtime/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
 import { runNamed } from './locks/run-locked';
@@ -64,17 +66,21 @@ export class FairLockService {
     return this.engine.ownerContext.current();
   }
 
-  /** A fair lock bound to the call chain's owner of `name`, else to `fallbackOwner` or a new one. */
-  private fair(name: string, fallbackOwner: string | undefined): FairLock | RedissonFairLock {
-    const { redisson } = this.engine;
+  /**
+   * The fair lock `name` for the call chain: re-entering the hold of a body that holds it while that
+   * body runs (docs/owners-and-reentry.md#the-owner-model), else of `fallbackOwner` or a new owner.
+   */
+  private fair(name: string, fallbackOwner: string | undefined): OwnedLock {
+    const { engine } = this;
+    const { redisson } = engine;
     if (redisson) {
       // Java's RFairLock of the mapped name: its hash is the plain lock's, so both share one identity.
-      checkLockName(name, this.engine.keys.maxNameLength);
+      checkLockName(name, engine.keys.maxNameLength);
       const key = redisson.mapName(name);
-      return new RedissonFairLock(this.engine, name, key, this.engine.ownerFor(key, fallbackOwner), key);
+      return lockForChain(engine, key, fallbackOwner, (owner) => new RedissonFairLock(engine, name, key, owner, key));
     }
     checkLockName(name);
-    const lockKey = this.engine.keys.lock(name);
-    return new FairLock(this.engine, name, lockKey, this.engine.ownerFor(lockKey, fallbackOwner));
+    const lockKey = engine.keys.lock(name);
+    return lockForChain(engine, lockKey, fallbackOwner, (owner) => new FairLock(engine, name, lockKey, owner));
   }
 }

@@ -97,6 +97,8 @@ export const LOST_RENEWAL_FOUND_GONE = 'renewal found it no longer held';
 export const LOST_LEASE_TIME_RAN_OUT = 'its leaseTime ran out';
 export const LOST_LEASE_RAN_OUT_UNRENEWED = 'its lease ran out before it was renewed (process paused or Redis unreachable)';
 export const LOST_RENEWALS_FAILED = 'renewals failed until its lease ran out';
+export const REENTRY_HOLD_ENDED = (name: string): string => `the hold of "${name}" to re-enter had ended`;
+export const LOST_REENTRY_ENDED = 'it had ended in Redis: a re-entry of its owner found the owner holding nothing';
 export const LOST_NEW_EPISODE = 'it had ended in Redis: the same owner was granted the lock again with a new fencing token';
 export const LOST_WRITE_ENDED = 'its write hold had ended in Redis: the same owner was granted the read lock as a reader, no longer the writer';
 export const LOST_RELEASE_FOUND_GONE = 'a release of an inner hold found the lock no longer held';

@@ -3,7 +3,8 @@ import { LockError } from './errors';
 import { MULTI_LOCK_FOREIGN_MEMBER, REDLOCK_NOT_CONFIGURED } from './lock.messages';
 import type { Lock, LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOptions } from './locks/lock';
 import { MultiLock } from './locks/multi-lock';
-import { isOwnedLock } from './locks/owned-lock';
+import { isOwnedLock, type OwnedLock } from './locks/owned-lock';
+import { lockForChain } from './locks/chain-bound-lock';
 import { RedLock } from './locks/red-lock';
 import { NativeRedLockCalls } from './locks/red-lock-calls';
 import { RedissonRedLockCalls } from './locks/redisson/redisson-red-lock-calls';
@@ -139,16 +140,20 @@ export class LockService {
     return this.engine.ownerContext.current();
   }
 
-  /** A reentrant lock bound to the call chain's owner of `name`, else to `fallbackOwner` or a new one. */
-  private reentrant(name: string, fallbackOwner: string | undefined): ReentrantLock | RedissonLock {
-    const { redisson } = this.engine;
+  /**
+   * The reentrant lock `name` for the call chain: re-entering the hold of a body that holds it while
+   * that body runs (docs/owners-and-reentry.md#the-owner-model), else of `fallbackOwner` or a new owner.
+   */
+  private reentrant(name: string, fallbackOwner: string | undefined): OwnedLock {
+    const { engine } = this;
+    const { redisson } = engine;
     if (redisson) {
-      checkLockName(name, this.engine.keys.maxNameLength);
+      checkLockName(name, engine.keys.maxNameLength);
       const key = redisson.mapName(name);
-      return new RedissonLock(this.engine, name, key, this.engine.ownerFor(key, fallbackOwner), key);
+      return lockForChain(engine, key, fallbackOwner, (owner) => new RedissonLock(engine, name, key, owner, key));
     }
     checkLockName(name);
-    const lockKey = this.engine.keys.lock(name);
-    return new ReentrantLock(this.engine, name, lockKey, this.engine.ownerFor(lockKey, fallbackOwner));
+    const lockKey = engine.keys.lock(name);
+    return lockForChain(engine, lockKey, fallbackOwner, (owner) => new ReentrantLock(engine, name, lockKey, owner));
   }
 }

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { LockRunContext, RunOptions, SkippingRunOptions, WaitingRunOptions } from './locks/lock';
-import { NativeReadWriteLock, type ReadWriteLock } from './locks/read-write-lock';
+import { ChainBoundReadWriteLock, NativeReadWriteLock, type ReadWriteLock } from './locks/read-write-lock';
+import { lockForChain } from './locks/chain-bound-lock';
 import { ReadWriteLockView, type ReadWriteMode } from './locks/read-write-lock-view';
 import { RedissonReadWriteLock, redissonReadWriteView } from './locks/redisson/redisson-read-write-lock';
 import type { OwnedLock } from './locks/owned-lock';
@@ -27,7 +28,9 @@ export class ReadWriteLockService {
     // Layout 'redisson': Java's RReadWriteLock of the same name (docs/redisson-interop.md#read-write).
     if (this.engine.redisson) return new RedissonReadWriteLock(this.engine, name);
     const key = this.engine.keys.readWrite(name);
-    return new NativeReadWriteLock(this.engine, name, key, this.engine.ownerFor(key, undefined));
+    const binding = this.engine.ownerContext.bindingOf(key);
+    if (binding) return new ChainBoundReadWriteLock(this.engine, name, key, binding);
+    return new NativeReadWriteLock(this.engine, name, key, this.engine.ids.nextOwner());
   }
 
   /**
@@ -97,6 +100,7 @@ export class ReadWriteLockService {
     checkLockName(name);
     if (this.engine.redisson) return redissonReadWriteView(this.engine, mode, name, fallbackOwner);
     const key = this.engine.keys.readWrite(name);
-    return new ReadWriteLockView(this.engine, name, key, this.engine.ownerFor(key, fallbackOwner), mode);
+    const { engine } = this;
+    return lockForChain(engine, key, fallbackOwner, (owner) => new ReadWriteLockView(engine, name, key, owner, mode));
   }
 }

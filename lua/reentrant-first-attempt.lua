@@ -17,8 +17,11 @@
 -- ARGV[5]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[6]  unlock message (for waiters of an older version)
 -- ARGV[7]  waiter timeout in ms: the longest lease a grant to a waiter starts with
+-- ARGV[8]  '1': re-entry only (a body's call chain asking again, docs/owners-and-reentry.md#the-owner-model):
+--          re-enter the owner's hold, never start a new one; '' or absent: a plain attempt
 -- Returns  {token} when acquired or re-entered, otherwise the lock's TTL in ms (0: free, but others
---          wait for it; -1: held without a TTL)
+--          wait for it; -1: held without a TTL); -4 when re-entry only and the owner holds nothing
+--          (the hold it would re-enter ended)
 local lockKey = KEYS[1]
 local lineKey = KEYS[2]
 local fenceKey = KEYS[3]
@@ -31,9 +34,18 @@ local seenKey = KEYS[5]
 local publishCommand = ARGV[5]
 local unlockMessage = ARGV[6]
 local grantCapMs = ARGV[7]
+local reenterOnly = ARGV[8] == '1'
 local requestField = ownerId .. ':rq'
 -- A first attempt never stands in line: a grant it makes goes to someone else, with its message.
 local callerEntry = ''
+
+if reenterOnly then
+  if redis.call('hexists', lockKey, ownerId) == 0 then
+    return -4
+  end
+  -- #include lock-reenter
+  return { tonumber(redis.call('hget', lockKey, 'fence')) or 0 }
+end
 
 -- One call for both keys (how many of them exist).
 local busyOrWaited = redis.call('exists', lockKey, lineKey)

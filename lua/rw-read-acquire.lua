@@ -24,11 +24,13 @@
 -- ARGV[6]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[7]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
 -- ARGV[8]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing)
+-- ARGV[9]  '1': re-entry only (a body's call chain asking again, docs/owners-and-reentry.md#the-owner-model):
+--          re-enter a hold the owner has (a read, or the write: a downgrade), never start a new one
 -- Returns  when acquired or re-entered: nil when the owner does not hold the write lock, {fence}
 --          (the write hold's fencing token, the hash's field fence) when it does (a read inside
 --          its write: a downgrade); an owner whose process counts a write hold learns this way that
 --          the write ended in Redis (docs/architecture.md#release-records). Otherwise the
---          lock's remaining TTL in ms
+--          lock's remaining TTL in ms; -4 when re-entry only and the owner holds nothing
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
 local lineKey = KEYS[3]
@@ -44,6 +46,7 @@ local grantCapMs = waiterTimeoutMs
 local publishCommand = ARGV[6]
 local fenceMemoryMs = ARGV[7]
 local attemptStamp = ARGV[8] or ''
+local reenterOnly = ARGV[9] == '1'
 local callerEntry = myEntry
 local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
@@ -53,6 +56,11 @@ local requestField = 'rq:' .. ownerId
 -- The lean path (docs/architecture.md#lean-path): nobody holds the lock in any mode, nobody has a
 -- lease on it and nobody waits: the first read hold, in a few calls. (A resent attempt whose first
 -- run was applied finds the hash and goes the whole way, which knows its request id.)
+if reenterOnly and redis.call('exists', rwKey) == 0 then
+  -- The owner holds nothing: a lease entry of its own left behind (its hash deleted) ends too.
+  redis.call('zrem', leasesKey, ownerId)
+  return -4
+end
 if redis.call('exists', rwKey, leasesKey, lineKey) == 0 then
   redis.call('hset', rwKey, 'mode', 'read', readField, 1, requestField, requestId, 'since:' .. ownerId, now)
   redis.call('zadd', leasesKey, now + leaseMs, ownerId)
@@ -64,6 +72,10 @@ end
 -- #include rw-drop-expired-owners
 if redis.call('zcard', leasesKey) == 0 then
   redis.call('del', rwKey, leasesKey)
+end
+if reenterOnly and redis.call('hexists', rwKey, readField) == 0 and redis.call('hget', rwKey, 'writer') ~= ownerId then
+  redis.call('zrem', leasesKey, ownerId)
+  return -4
 end
 if redis.call('exists', lineKey) == 1 then
   -- The lock may admit waiters now (a holder's lease ran out, or this waiter's grant is due).

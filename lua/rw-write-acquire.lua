@@ -13,8 +13,11 @@
 -- ARGV[6]  waiter timeout in ms (see rw-read-acquire.lua)
 -- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[8]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing)
+-- ARGV[9]  '1': re-entry only (a body's call chain asking again, docs/owners-and-reentry.md#the-owner-model):
+--          re-enter the owner's write hold, never start a new one
 -- Returns  {token} when acquired or re-entered (a re-entry keeps the hold's token); -3 when the owner holds only the read lock (an upgrade,
---          which would wait forever: refused at once); otherwise the lock's remaining TTL in ms
+--          which would wait forever: refused at once); otherwise the lock's remaining TTL in ms;
+--          -4 when re-entry only and the owner is not the writer
 local rwKey = KEYS[1]
 local leasesKey = KEYS[2]
 local lineKey = KEYS[3]
@@ -30,6 +33,7 @@ local waiterTimeoutMs = tonumber(ARGV[6])
 local grantCapMs = waiterTimeoutMs
 local publishCommand = ARGV[7]
 local attemptStamp = ARGV[8] or ''
+local reenterOnly = ARGV[9] == '1'
 local callerEntry = myEntry
 local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
@@ -49,6 +53,16 @@ end
 -- After rw-grant-line a free lock has no line: the fast path below is today's.
 local mode = redis.call('hget', rwKey, 'mode')
 local granted = false
+if reenterOnly and not (mode == 'write' and redis.call('hget', rwKey, 'writer') == ownerId) then
+  if mode == 'read' and redis.call('hexists', rwKey, readField) == 1 then
+    return UPGRADE_REFUSED
+  end
+  if redis.call('hexists', rwKey, readField) == 0 then
+    -- The owner holds nothing: a lease entry of its own left behind ends too.
+    redis.call('zrem', leasesKey, ownerId)
+  end
+  return -4
+end
 if mode == false then
   -- #include fence-token
   redis.call('hset', rwKey, 'mode', 'write', 'writer', ownerId, 'writes', 1, requestField, requestId, 'fence', tokenText)

@@ -16,13 +16,22 @@
 --          granted (see reentrant-release.lua)
 -- ARGV[6]  waiter timeout in ms: the longest lease a grant to a waiter starts with
 -- ARGV[7]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
+-- ARGV[8]  the fencing token of the write hold being released, as the caller holds it ('' when
+--          unknown): a write hold of another episode (the owner writes again under a later token)
+--          is not released
 -- Returns  nil when the owner holds no write lock (and no read lock); -1 when it holds no write lock
 --          but holds a read lock; 0 when the owner still holds something; 1 when it holds nothing more
 -- #include rw-release-start
 local wakeAllMessage = ARGV[4]
 
+local heldToken = ARGV[8] or ''
 local readsToo = redis.call('hexists', rwKey, readField) == 1
-if redis.call('hget', rwKey, 'writer') ~= ownerId then
+local writerState = redis.call('hmget', rwKey, 'writer', 'fence')
+if writerState[1] == ownerId and heldToken ~= '' and writerState[2] ~= heldToken then
+  -- That hold's episode ended: never a write hold of a later one.
+  return nil
+end
+if writerState[1] ~= ownerId then
   if readsToo then
     return HOLDS_OTHER_MODE
   end

@@ -6,8 +6,8 @@ import type { LockEngine } from '../runtime/lock-engine';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import { observeAcquire, type LockKind } from '../metrics/lock-telemetry';
 import { Acquisition, attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
-import { LockNotHeldError } from '../errors';
-import { LOCK_LOST, LOST_NEW_EPISODE, LOST_RELEASE_FOUND_GONE } from '../lock.messages';
+import { LockNotHeldError, ReentryEndedError } from '../errors';
+import { LOCK_LOST, LOST_NEW_EPISODE, LOST_RELEASE_FOUND_GONE, LOST_REENTRY_ENDED } from '../lock.messages';
 import { confirmHandOver } from '../runtime/hand-over';
 import type { WaitKind, WaitMode, WaitTarget } from '../deadlocks/wait-node';
 import { monotonicNow } from '../runtime/monotonic-clock';
@@ -28,6 +28,19 @@ export function attemptResult(reply: unknown): AttemptResult {
   if (reply === null || reply === undefined) return NO_TOKEN;
   if (Array.isArray(reply)) return { fencingToken: Number(reply[0]) || undefined };
   return Number(reply);
+}
+
+/** An acquire script's answer to a re-entry-only attempt whose owner holds nothing (see `BaseLock.reenterOnly`). */
+export const REENTRY_ENDED = -4;
+
+/**
+ * A re-entry-only attempt's result: Redis answering that the owner holds nothing rejects it (the
+ * hold it would re-enter ended), so the lock a body's call chain asked through asks again as an owner
+ * of its own (docs/owners-and-reentry.md#the-owner-model).
+ */
+export function reentryAnswer(lock: { readonly reenterOnly: boolean; readonly name: string }, result: AttemptResult): AttemptResult {
+  if (lock.reenterOnly && result === REENTRY_ENDED) throw new ReentryEndedError(lock.name);
+  return result;
 }
 
 /** Outcome of one release: `null` when not held, 0 when holds remain, 1 when released. */
@@ -83,9 +96,10 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   protected abstract releaseOne(requestId: string, grantedBy?: string, ticket?: CallTicket, heldToken?: string): Promise<ReleaseResult>;
   /**
    * The script the watchdog replays to renew this owner's hold: it never shortens a longer lease
-   * another hold has; `exact`: the lease becomes `leaseMs` (a `minHoldTime` release).
+   * another hold has; `exact`: the lease becomes `leaseMs` (a `minHoldTime` release). `token`: the
+   * episode's fencing token, for a kind whose renewal can check it (an ended episode renews nothing).
    */
-  protected abstract renewalCall(leaseMs: number, exact?: boolean): ScriptCall;
+  protected abstract renewalCall(leaseMs: number, exact?: boolean, token?: number): ScriptCall;
   /** The `lock.kind` of this lock's metrics and spans. */
   abstract readonly kind: LockKind;
 
@@ -122,21 +136,87 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     );
   }
 
+  /**
+   * Releases one hold this object took (docs/owners-and-reentry.md#the-owner-model): first one owed
+   * to an episode that ended (lost: its release names that episode, so Redis never lets it end a
+   * later one), else the innermost. An object that took nothing holds nothing: `LockNotHeldError`.
+   */
   unlock(): Promise<void> {
+    const hold = this.takeHandle();
+    if (!hold) return Promise.reject(new LockNotHeldError(this.name));
+    return this.releaseHandle(hold);
+  }
+
+  /** The holds this object's acquisitions counted on, one per acquisition not yet released, in order. */
+  private handles: HeldLock[] | undefined;
+
+  /** Takes out the handle `unlock` releases: the first owed to an ended episode, else the last. */
+  private takeHandle(): HeldLock | undefined {
+    const handles = this.handles;
+    if (!handles || handles.length === 0) return undefined;
+    const { holds } = this.engine;
+    let index = handles.length - 1;
+    for (let i = 0; i < handles.length - 1; i++) {
+      if (!holds.isCurrent(handles[i])) {
+        index = i;
+        break;
+      }
+    }
+    return handles.splice(index, 1)[0];
+  }
+
+  /** @internal Whether one of this object's handles counts on a hold that ended here (its `unlock` settles that first). */
+  get owesEndedHold(): boolean {
+    const { holds } = this.engine;
+    return this.handles?.some((hold) => !holds.isCurrent(hold)) ?? false;
+  }
+
+  /**
+   * Whether a release names its episode to Redis, so Redis refuses one whose episode ended (the
+   * native kinds, by fencing token). Layout 'redisson' keeps no episode in Redis: a handle of an
+   * ended hold is not sent there (docs/redisson-interop.md#owners).
+   */
+  protected get releasesNameEpisode(): boolean {
+    return true;
+  }
+
+  /** @internal A re-entry-only attempt found `hold` ended in Redis: forgotten, its bodies told. */
+  reentryEnded(hold: HeldLock): void {
+    if (this.engine.holds.isCurrent(hold)) this.episodeEnded(hold, LOST_REENTRY_ENDED);
+  }
+
+  /** The hold this object's last acquisition counted on (current or not). */
+  private get lastHandle(): HeldLock | undefined {
+    const handles = this.handles;
+    return handles && handles.length > 0 ? handles[handles.length - 1] : undefined;
+  }
+
+  /** Hook: one hold of `hold` is about to be released (a read-write view counts its write holds off). */
+  protected releasing(_hold: HeldLock): void {}
+
+  /**
+   * Releases one count of `hold` (a handle this object took). A hold still current is counted off
+   * first (out of the registry when it was the last: the watchdog must not renew, resurrect, what is
+   * being released); one that ended here (lost) is left as it is, and its release still names its
+   * episode (its fencing token) so Redis applies it only to that episode. An ended hold without a
+   * token (a read) cannot be named to Redis: nothing is sent.
+   */
+  private releaseHandle(hold: HeldLock): Promise<void> {
     const { holds, ids } = this.engine;
-    const hold = holds.get(this.lockKey, this.ownerId);
-    // Counted off first (out of the registry when it was the last hold): the watchdog must not
-    // renew (resurrect) what is being released.
-    const last = hold ? holds.released(hold) : true;
+    const current = holds.isCurrent(hold);
+    if (!current && (hold.fencingToken === undefined || !this.releasesNameEpisode)) return Promise.reject(new LockNotHeldError(this.name));
+    if (current) this.releasing(hold);
+    const last = current ? holds.released(hold) : true;
+    const counted = current ? hold : undefined;
     const requestId = ids.nextRequest();
     // A plain promise chain rather than an async function: one promise less per release.
     return this.engine.call(this.name, (ticket) => this.releaseOwn(requestId, ticket, hold)).then(
-      (result) => this.releaseAnswered(hold, last, result),
+      (result) => this.releaseAnswered(counted, last, result),
       (error: unknown) => {
         // Unknown outcome (no answer in time, Redis unreachable): the holds that remain stay held
         // and renewed, and the same release (same request id: its release record makes a repeat
         // harmless) goes out again until Redis answers.
-        this.resendRelease(requestId, hold, last);
+        this.resendRelease(requestId, hold, counted, last);
         throw error;
       },
     );
@@ -154,7 +234,10 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
   /** What Redis answered to `unlock`'s release, against what this process counted. */
   private releaseAnswered(hold: HeldLock | undefined, last: boolean, result: ReleaseResult | typeof HOLDS_OTHER_MODE): void {
     if (result === HOLDS_OTHER_MODE) {
-      if (hold) this.engine.holds.restore(hold);
+      if (hold) {
+        this.engine.holds.restore(hold);
+        (this.handles ??= []).push(hold);
+      }
       throw new LockNotHeldError(this.name);
     }
     // Redis holds nothing more of this owner while holds remained here: they were lost.
@@ -166,13 +249,13 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
    * Sends a release whose outcome is unknown again, with its request id, until Redis answers: only
    * while its release record surely lives (a repeat after it expired could release a later hold).
    */
-  private resendRelease(requestId: string, hold: HeldLock | undefined, last: boolean): void {
+  private resendRelease(requestId: string, released: HeldLock, hold: HeldLock | undefined, last: boolean): void {
     const { engine } = this;
     const until = monotonicNow() + engine.releaseRecordTtlMs - 2 * engine.options.commandTimeout;
     let delayMs = RELEASE_RESEND_FIRST_MS;
     const resend = (): void => {
       if (engine.shuttingDown || monotonicNow() >= until) return;
-      engine.call(this.name, (ticket) => this.releaseOwn(requestId, ticket, hold)).then(
+      engine.call(this.name, (ticket) => this.releaseOwn(requestId, ticket, released)).then(
         (result) => {
           if (hold && !last && result !== 0 && result !== HOLDS_OTHER_MODE && engine.holds.isCurrent(hold)) this.lostOnRelease(hold);
         },
@@ -221,9 +304,14 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     return this.hold?.fencingToken;
   }
 
-  /** The current owner's hold in this process, if any. */
+  /**
+   * The hold this object's last acquisition counted on while it is current; otherwise the owner's
+   * current hold in this process, if any (a read-write view shares its owner's with the other view).
+   */
   get hold(): HeldLock | undefined {
-    return this.engine.holds.get(this.lockKey, this.ownerId);
+    const last = this.lastHandle;
+    const { holds } = this.engine;
+    return last && holds.isCurrent(last) ? last : holds.get(this.lockKey, this.ownerId);
   }
 
   /** Acquires within `waitMs`: the acquisition machine, with this lock as its contender. */
@@ -251,13 +339,15 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
    * itself; a re-entered hold only drops its count.
    */
   keepHeldFor(ms: number): Promise<void> {
-    const hold = this.hold;
-    if (!hold || hold.holdCount > 1) return this.unlock();
+    const hold = this.lastHandle;
     const { engine } = this;
+    if (!hold || !engine.holds.isCurrent(hold) || hold.holdCount > 1) return this.unlock();
     // Forgotten first, as a release does: the watchdog must not renew it past `ms` meanwhile.
     const exact = this.mayShortenOnKeep();
+    this.handles?.pop();
+    this.releasing(hold);
     engine.holds.released(hold);
-    const { script, keys, args } = this.renewalCall(ms, exact);
+    const { script, keys, args } = this.renewalCall(ms, exact, hold.fencingToken);
     return engine.call(this.name, (ticket) => script.run(engine.client, keys, args, ticket)).then((renewed) => {
       if (renewed !== 1) throw new LockNotHeldError(this.name);
     });
@@ -281,7 +371,7 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     const { engine } = this;
     const hold = this.hold;
     if (!hold || hold.aborted) return Promise.resolve(false);
-    const { script, keys, args } = this.renewalCall(leaseMs);
+    const { script, keys, args } = this.renewalCall(leaseMs, false, hold.fencingToken);
     const sentAt = monotonicNow();
     return engine
       .call(this.name, (ticket) => script.run(engine.client, keys, args, ticket))
@@ -336,21 +426,29 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
     return this.engine.subscriber.hasWaiters(this.waitChannel);
   }
 
-  /** @internal Records the hold (the watchdog renews it unless a `leaseTime` was given). */
+  /**
+   * @internal Asks only to re-enter the hold of this owner that Redis has now, never to start a new
+   * one: set on the lock a body's call chain re-enters through (docs/owners-and-reentry.md#the-owner-model).
+   * Redis answering that the owner holds nothing rejects the attempt with `ReentryEndedError`.
+   */
+  reenterOnly = false;
+
+  /** @internal Records the hold (the watchdog renews it unless a `leaseTime` was given) as this object's handle. */
   held(grant: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): boolean {
     const leaseTime = options?.leaseTime;
     const terms: HoldTerms = {
       leaseMs,
       grantSentAt,
       fencingToken: grant.fencingToken,
-      renewal: leaseTime === undefined ? { client: this.engine.client, call: this.renewalCall(leaseMs) } : undefined,
+      renewal: leaseTime === undefined ? { client: this.engine.client, call: this.renewalCall(leaseMs, false, grant.fencingToken) } : undefined,
       releaseOne: () => this.releaseAnyHold(),
       telemetry: this.engine.telemetry?.holdTelemetry(this.kind, this.name, options),
       grantedLeaseMs: grant.grantedLeaseMs,
     };
     this.endedEpisodeFound(grant.fencingToken);
     const hold = this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
-    if (grant.grantedLeaseMs !== undefined) confirmHandOver(this.engine, this.name, hold, leaseMs, this.renewalCall(leaseMs));
+    (this.handles ??= []).push(hold);
+    if (grant.grantedLeaseMs !== undefined) confirmHandOver(this.engine, this.name, hold, leaseMs, this.renewalCall(leaseMs, false, grant.fencingToken));
     return true;
   }
 
@@ -358,18 +456,23 @@ export abstract class BaseLock implements Lock, RunnableLock, Contender<boolean>
    * A re-entry keeps its hold's fencing token; a grant with another token started a new episode in
    * Redis: the hold this process still counts had ended there (deleted, flushed, lost in a restart)
    * before the watchdog could tell, so its bodies ran unprotected. They are told now (the hold's
-   * signal aborts), rather than the loss being hidden by the re-acquisition. The grant is counted on
-   * the same hold record (one per lock and owner), whose releases now name the new episode: a body
-   * that takes the lock this way starts told too, and the release that ends the count releases it.
-   * (A separate record would let the told body's release end the new episode under a body not told.)
+   * signal aborts) and the hold is forgotten: the grant starts a hold record of its own, and the
+   * handles of the ended one name the ended episode, which Redis refuses to release
+   * (docs/owners-and-reentry.md#the-owner-model), so no release of a told body ends the new one.
    */
-  private endedEpisodeFound(grantedToken: number | undefined): void {
-    const { holds, logger } = this.engine;
+  protected endedEpisodeFound(grantedToken: number | undefined): void {
+    const { holds } = this.engine;
     const counted = holds.get(this.lockKey, this.ownerId);
     if (!counted || grantedToken === undefined || counted.fencingToken === undefined || counted.fencingToken === grantedToken) return;
-    counted.fencingToken = grantedToken;
-    counted.lose(LOST_NEW_EPISODE);
-    logger.warn(LOCK_LOST(this.name, LOST_NEW_EPISODE));
+    this.episodeEnded(counted, LOST_NEW_EPISODE);
+  }
+
+  /** `hold` ended in Redis: forgotten here, and every body counting on it told. */
+  protected episodeEnded(hold: HeldLock, reason: string): void {
+    this.engine.holds.forget(hold);
+    if (hold.aborted) return;
+    hold.lose(reason);
+    this.engine.logger.warn(LOCK_LOST(this.name, reason));
   }
 
   /**

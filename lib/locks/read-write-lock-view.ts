@@ -4,7 +4,8 @@ import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ALL, WAKE_ONE } from '../redis/unlock-subscriber';
 import type { LockEngine } from '../runtime/lock-engine';
-import { AttemptResult, attemptResult, BaseLock, HOLDS_OTHER_MODE, lineRequest, ReleaseResult } from './base-lock';
+import type { HeldLock } from '../runtime/held-locks';
+import { AttemptResult, attemptResult, BaseLock, HOLDS_OTHER_MODE, lineRequest, reentryAnswer, ReleaseResult } from './base-lock';
 import type { WaitKind, WaitMode } from '../deadlocks/wait-node';
 import type { Grant } from './acquisition';
 import type { ForceUnlockOptions, LockOptions } from './lock';
@@ -123,7 +124,8 @@ export class ReadWriteLockView extends BaseLock {
   ): Promise<AttemptResult> {
     const { client, fenceMemoryMs, publishCommand, options } = this.engine;
     const keys = [this.lockKey, this.leasesKey, ...this.lineKeys];
-    const entry = joinLine ? this.lineEntry(requestId, leaseMs, join) : '';
+    const reenterOnly = this.reenterOnly;
+    const entry = joinLine && !reenterOnly ? this.lineEntry(requestId, leaseMs, join) : '';
     const waiterTimeout = options.fairLockWaiterTimeout;
     // Only a write hold carries a fencing token: readers do not exclude each other.
     const result =
@@ -131,16 +133,17 @@ export class ReadWriteLockView extends BaseLock {
         ? await modeScripts.write.acquire.run(
             client,
             keys,
-            [leaseMs, this.ownerId, requestId, fenceMemoryMs, entry, waiterTimeout, publishCommand, attemptStamp],
+            [leaseMs, this.ownerId, requestId, fenceMemoryMs, entry, waiterTimeout, publishCommand, attemptStamp, ...(reenterOnly ? ['1'] : [])],
             ticket,
           )
         : await modeScripts.read.acquire.run(
             client,
             keys,
-            [leaseMs, this.ownerId, requestId, entry, waiterTimeout, publishCommand, fenceMemoryMs, attemptStamp],
+            [leaseMs, this.ownerId, requestId, entry, waiterTimeout, publishCommand, fenceMemoryMs, attemptStamp, ...(reenterOnly ? ['1'] : [])],
             ticket,
           );
     if (result === UPGRADE_REFUSED) throw new LockUpgradeError(this.name);
+    reentryAnswer(this, result as AttemptResult);
     // A read grant answers {fence} when its owner holds the write lock too (rw-read-acquire.lua).
     if (this.mode === 'read' && Array.isArray(result)) return { fencingToken: undefined, writerFence: Number(result[0]) || 0 };
     return attemptResult(result);
@@ -188,15 +191,12 @@ export class ReadWriteLockView extends BaseLock {
     // write grant with a new token is found by \`endedEpisodeFound\` first).
     else if (writerFence !== 0 && counted.fencingToken !== undefined && writerFence !== counted.fencingToken) reason = LOST_NEW_EPISODE;
     if (reason === undefined) return;
-    counted.lose(reason);
-    this.engine.logger.warn(LOCK_LOST(this.name, reason));
+    this.episodeEnded(counted, reason);
   }
 
-  override unlock(): Promise<void> {
-    const hold = this.hold;
-    // Counted off first, as the hold itself is: a wrong count only hides an edge, never adds one.
-    if (hold && this.mode === 'write' && hold.writeHolds > 0) hold.writeHolds -= 1;
-    return super.unlock();
+  /** A write hold is counted off first, as the hold itself is: a wrong count only hides an edge, never adds one. */
+  protected override releasing(hold: HeldLock): void {
+    if (this.mode === 'write' && hold.writeHolds > 0) hold.writeHolds -= 1;
   }
 
   /** A read hold has no fencing token. */
@@ -221,8 +221,10 @@ export class ReadWriteLockView extends BaseLock {
   }
 
   /** The owner's hold record counts both modes: a read release by a writer answers "the other mode". */
-  protected override releaseOwn(requestId: string, ticket: CallTicket): Promise<ModeReleaseResult> {
-    return this.releaseIn(this.mode, requestId, '', ticket);
+  protected override releaseOwn(requestId: string, ticket: CallTicket, hold?: HeldLock): Promise<ModeReleaseResult> {
+    // A write release names its episode (its fencing token): an ended one never releases a later write.
+    const token = this.mode === 'write' && hold?.fencingToken !== undefined ? String(hold.fencingToken) : '';
+    return this.releaseIn(this.mode, requestId, '', ticket, token);
   }
 
   /** At shutdown the shared hold record may count holds of either mode: release whichever remains. */
@@ -265,7 +267,7 @@ export class ReadWriteLockView extends BaseLock {
     return (await this.engine.call(this.name, (ticket) => forceReleaseScript.run(client, keys, args, ticket))) === 1;
   }
 
-  private async releaseIn(mode: ReadWriteMode, requestId: string, grantedBy = '', ticket?: CallTicket): Promise<ModeReleaseResult> {
+  private async releaseIn(mode: ReadWriteMode, requestId: string, grantedBy = '', ticket?: CallTicket, heldToken = ''): Promise<ModeReleaseResult> {
     const { client, publishCommand, releaseRecordTtlMs, fenceMemoryMs, options } = this.engine;
     const { release, releaseMessage } = modeScripts[mode];
     return (await release.run(
@@ -277,7 +279,7 @@ export class ReadWriteLockView extends BaseLock {
         LockKeys.releaseRecord(this.lockKey, `${this.ownerId}:${requestId}`),
         ...this.lineKeys,
       ],
-      [this.ownerId, releaseRecordTtlMs, publishCommand, releaseMessage, grantedBy, options.fairLockWaiterTimeout, fenceMemoryMs],
+      [this.ownerId, releaseRecordTtlMs, publishCommand, releaseMessage, grantedBy, options.fairLockWaiterTimeout, fenceMemoryMs, heldToken],
       ticket,
     )) as ModeReleaseResult;
   }

@@ -1,6 +1,8 @@
 import type { LockEngine } from '../runtime/lock-engine';
 import type { Lock } from './lock';
-import { ReadWriteLockView } from './read-write-lock-view';
+import { ReadWriteLockView, type ReadWriteMode } from './read-write-lock-view';
+import { ChainBoundLock } from './chain-bound-lock';
+import type { ChainBinding } from '../runtime/owner-context';
 
 /**
  * A read-write lock: many owners read at once, one owner writes (and may read too: write-then-read
@@ -38,6 +40,41 @@ export class NativeReadWriteLock implements ReadWriteLock {
   }
 
   /** Exclusive; `isLocked()` is true while the lock is held in write mode. */
+  writeLock(): Lock {
+    return this.write;
+  }
+}
+
+/**
+ * `getReadWriteLock(name)` inside a body that holds the read-write lock `name`: each view re-enters
+ * that body's hold while the body runs and its hold is current, and otherwise asks as this object's
+ * own owner, which both views share (docs/owners-and-reentry.md#the-owner-model).
+ */
+export class ChainBoundReadWriteLock implements ReadWriteLock {
+  private readonly read: ChainBoundLock;
+  private readonly write: ChainBoundLock;
+  private own: NativeReadWriteLock | undefined;
+
+  constructor(
+    engine: LockEngine,
+    readonly name: string,
+    readWriteKey: string,
+    binding: ChainBinding,
+  ) {
+    const body = (mode: ReadWriteMode): ReadWriteLockView => {
+      const view = new ReadWriteLockView(engine, name, readWriteKey, binding.ownerId, mode);
+      view.reenterOnly = true;
+      return view;
+    };
+    const own = (): NativeReadWriteLock => (this.own ??= new NativeReadWriteLock(engine, name, readWriteKey, engine.ids.nextOwner()));
+    this.read = new ChainBoundLock(binding, body('read'), () => own().readLock() as ReadWriteLockView);
+    this.write = new ChainBoundLock(binding, body('write'), () => own().writeLock() as ReadWriteLockView);
+  }
+
+  readLock(): Lock {
+    return this.read;
+  }
+
   writeLock(): Lock {
     return this.write;
   }

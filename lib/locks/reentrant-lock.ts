@@ -2,7 +2,7 @@ import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
-import { AttemptResult, attemptResult, BaseLock, lineRequest, ReleaseResult } from './base-lock';
+import { AttemptResult, attemptResult, BaseLock, lineRequest, reentryAnswer, ReleaseResult } from './base-lock';
 import type { ForceUnlockOptions } from './lock';
 import { forceReleaseToken } from '../validators';
 
@@ -63,11 +63,12 @@ export class ReentrantLock extends BaseLock {
   // Plain promise chains rather than async functions: one promise and one frame less per call.
   protected acquireScript(leaseMs: number, requestId: string, joinLine: boolean, ticket?: CallTicket, attemptStamp = '', join = 0): Promise<AttemptResult> {
     const { scripts, client, fenceMemoryMs, publishCommand, options } = this.engine;
-    if (!joinLine) {
+    if (!joinLine || this.reenterOnly) {
       const lockKey = this.lockKey;
       const keys = [lockKey, LockKeys.line(lockKey), LockKeys.fence(lockKey), LockKeys.lineDeadlines(lockKey), LockKeys.lineSeen(lockKey)];
       const args = [leaseMs, this.ownerId, requestId, fenceMemoryMs, publishCommand, WAKE_ONE, options.fairLockWaiterTimeout];
-      return scripts.reentrantFirstAttempt.run(client, keys, args, ticket, attemptResult);
+      if (this.reenterOnly) args.push('1');
+      return scripts.reentrantFirstAttempt.run(client, keys, args, ticket, attemptResult).then((result) => reentryAnswer(this, result));
     }
     return scripts.reentrantAcquire.run(
       client,
@@ -98,8 +99,10 @@ export class ReentrantLock extends BaseLock {
     ) as Promise<ReleaseResult>;
   }
 
-  protected renewalCall(leaseMs: number, exact = false): ScriptCall {
-    return { script: this.engine.scripts.reentrantRenew, keys: [this.lockKey], args: [leaseMs, this.ownerId, exact ? 0 : 1] };
+  protected renewalCall(leaseMs: number, exact = false, token?: number): ScriptCall {
+    const args = [leaseMs, this.ownerId, exact ? 0 : 1];
+    if (token !== undefined) args.push(token);
+    return { script: this.engine.scripts.reentrantRenew, keys: [this.lockKey], args };
   }
 
 

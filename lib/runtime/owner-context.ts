@@ -51,6 +51,24 @@ export class OwnerFrame {
 }
 
 /**
+ * A body's hold that a lock object made in its call chain re-enters (docs/owners-and-reentry.md#the-owner-model):
+ * only while the body runs and the hold is current and not told lost, checked each time the object
+ * asks, not when it was made.
+ */
+export class ChainBinding {
+  constructor(
+    readonly ownerId: string,
+    readonly hold: HeldLock,
+    readonly frame: OwnerFrame,
+    private readonly registry: HeldLocks,
+  ) {}
+
+  get current(): boolean {
+    return !this.frame.ended && !this.hold.aborted && this.registry.isCurrent(this.hold);
+  }
+}
+
+/**
  * The locks held by the current call chain. Asking again for a lock an enclosing body holds reuses
  * its owner (re-entry); any other lock gets a new owner, so concurrent branches of one chain still
  * exclude each other. An entry counts only while its body runs and the hold it recorded is the
@@ -66,11 +84,22 @@ export class OwnerContext {
   ) {}
 
   ownerOf(lockKey: string): string | undefined {
+    return this.bindingOf(lockKey)?.ownerId;
+  }
+
+  /**
+   * What a lock object asked for `lockKey` inside this call chain would re-enter: the nearest
+   * running body's hold of it, while that hold is current; undefined otherwise (a new owner). The
+   * binding is checked again each time the object asks (`ChainBinding.current`).
+   */
+  bindingOf(lockKey: string): ChainBinding | undefined {
     for (let frame = chainStorage.getStore(); frame; frame = frame.parent) {
       if (frame.ended || frame.registry !== this.registry) continue;
       for (const hold of frame.holds) {
         // The nearest record of the key decides: a hold that ended there makes a new owner.
-        if (hold.lockKey === lockKey) return this.registry.isCurrent(hold) ? hold.ownerId : undefined;
+        if (hold.lockKey !== lockKey) continue;
+        const binding = new ChainBinding(hold.ownerId, hold, frame, this.registry);
+        return binding.current ? binding : undefined;
       }
     }
     return undefined;

@@ -66,6 +66,11 @@ export abstract class RedissonBaseLock extends BaseLock {
   readonly joinsLineOnFirstAttempt: boolean = false;
 
   /** @internal Java holders keep no wait-for records: deadlocks are found within this process only. */
+  /** Redisson's layout keeps no episode in Redis: a release cannot name one. */
+  protected override get releasesNameEpisode(): boolean {
+    return false;
+  }
+
   override get waitTarget(): WaitTarget {
     return { ...super.waitTarget, crossProcess: false };
   }
