@@ -12,7 +12,7 @@ import { ReentrantLock } from './locks/reentrant-lock';
 import { RedissonLock } from './locks/redisson/redisson-lock';
 import { LockEngine } from './runtime/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
-import { runNamed } from './locks/run-locked';
+import { runLocked, runNamed } from './locks/run-locked';
 import type { ListLocksOptions, LiveInstances, LiveInstancesOptions, LockInfo } from './introspection/lock-info';
 import { checkLockName } from './validators';
 
@@ -67,6 +67,28 @@ export class LockService {
       ? new RedissonRedLockCalls(redisson.mapName(name), engine.ids, engine.releaseRecordTtlMs)
       : new NativeRedLockCalls(engine.keys.lock(name), engine.fenceMemoryMs);
     return new RedLock(engine, masters, name, calls, engine.ownerFor(RedLock.identity(calls.key)));
+  }
+
+  /**
+   * Holds the RedLock `name` (a majority of the module's `redlock.clients`) while `fn` runs, as `run`
+   * does for a lock: `fn` gets `{ name, signal, fencingToken }`, and its `signal` aborts with
+   * `LockLostError` when a majority no longer holds it; the release lets go of exactly the hold this
+   * call took. See docs/lock-kinds.md#redlock.
+   * @throws {@link LockTimeoutError} (rejects) not acquired within `waitTime`; `fn` was not called.
+   * @throws {@link LockError} (rejects) the module has no `redlock` option.
+   * @throws {@link InvalidLockNameError} (rejects) `name` is not a non-empty string (or {@link LockNameTooLongError} when too long).
+   */
+  runRedLock<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options: SkippingRunOptions): Promise<T | undefined>;
+  runRedLock<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options?: WaitingRunOptions): Promise<T>;
+  runRedLock<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined>;
+  runRedLock<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined> {
+    let lock: RedLock;
+    try {
+      lock = this.getRedLock(name) as RedLock;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return runLocked(this.engine, lock, fn, options);
   }
 
   /**
