@@ -6,13 +6,20 @@
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id ('<client uuid>:<n>', Redisson's shape, never equal to a Java owner)
 -- ARGV[3]  '1': RFencedLock (INCR the token on every grant, re-entry included, as Java does)
+-- ARGV[4]  '1': re-entry only (a body's call chain asking again, docs/owners-and-reentry.md#the-owner-model):
+--          re-enter the owner's hold, never start a new one (no write at all otherwise)
 -- Returns  {hold count after the grant, token or nil} when acquired or re-entered, otherwise the
---          lock's TTL in ms (-1: held without a TTL)
+--          lock's TTL in ms (-1: held without a TTL); -4 when re-entry only and the owner holds nothing
 local lockKey = KEYS[1]
 local tokenKey = KEYS[2]
 local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local fenced = ARGV[3] == '1'
+local reenterOnly = ARGV[4] == '1'
+
+if reenterOnly and redis.call('hexists', lockKey, ownerId) == 0 then
+  return -4
+end
 
 if redis.call('exists', lockKey) == 0 or redis.call('hexists', lockKey, ownerId) == 1 then
   local token = false

@@ -1,6 +1,6 @@
 import type { CallTicket } from '../../redis/bounded-call';
 import type { ScriptCall } from '../../redis/lua-script';
-import { LockUnavailableError } from '../../errors';
+import { LockUnavailableError, ReentryEndedError } from '../../errors';
 import { LOCK_LOST, LOST_NEW_EPISODE } from '../../lock.messages';
 import { RedissonNames } from '../../layouts/redisson-names';
 import type { RedissonRuntime } from '../../layouts/redisson-runtime';
@@ -8,7 +8,7 @@ import type { LockEngine } from '../../runtime/lock-engine';
 import type { Cancellation } from '../../runtime/cancellation';
 import type { WaitTarget } from '../../deadlocks/wait-node';
 import { attemptOnConnection, type AttemptOutcome, type Grant } from '../acquisition';
-import { BaseLock, type AttemptResult, type ReleaseResult } from '../base-lock';
+import { BaseLock, REENTRY_ENDED, type AttemptResult, type ReleaseResult } from '../base-lock';
 import type { LockOptions } from '../lock';
 import { HoldAccounts, type HoldAccount } from './hold-accounts';
 
@@ -148,6 +148,8 @@ export abstract class RedissonBaseLock extends BaseLock {
     }
     if (!Array.isArray(reply)) {
       this.settleAccount(account);
+      // A re-entry-only attempt whose owner holds nothing: the hold it would re-enter ended.
+      if (this.reenterOnly && reply === REENTRY_ENDED) throw new ReentryEndedError(this.name);
       return this.busyOutcome(reply);
     }
     const count = Number(reply[0]);

@@ -28,7 +28,7 @@ export class RedissonLock extends RedissonBaseLock {
     return {
       script: scripts.acquire,
       keys: [this.redisKey, RedissonNames.fenceToken(this.redisKey)],
-      args: [leaseMs, this.ownerId, fenced ? 1 : 0],
+      args: this.reenterOnly ? [leaseMs, this.ownerId, fenced ? 1 : 0, 1] : [leaseMs, this.ownerId, fenced ? 1 : 0],
     };
   }
 
