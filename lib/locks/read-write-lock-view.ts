@@ -5,7 +5,8 @@ import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ALL, WAKE_ONE } from '../redis/unlock-subscriber';
 import type { LockEngine } from '../runtime/lock-engine';
 import type { HeldLock } from '../runtime/held-locks';
-import { AttemptResult, attemptResult, BaseLock, HOLDS_OTHER_MODE, lineRequest, reentryAnswer, ReleaseResult } from './base-lock';
+import { BaseLock } from './base-lock';
+import { AttemptResult, attemptResult, HOLDS_OTHER_MODE, lineRequest, reentryAnswer, ReleaseResult } from './attempt-results';
 import type { WaitKind, WaitMode } from '../deadlocks/wait-node';
 import type { Grant } from './acquisition';
 import type { ForceUnlockOptions, LockOptions } from './lock';
@@ -195,7 +196,7 @@ export class ReadWriteLockView extends BaseLock {
   }
 
   /** A write hold is counted off first, as the hold itself is: a wrong count only hides an edge, never adds one. */
-  protected override releasing(hold: HeldLock): void {
+  override releasing(hold: HeldLock): void {
     if (this.mode === 'write' && hold.writeHolds > 0) hold.writeHolds -= 1;
   }
 
@@ -221,9 +222,9 @@ export class ReadWriteLockView extends BaseLock {
   }
 
   /** The owner's hold record counts both modes: a read release by a writer answers "the other mode". */
-  protected override releaseOwn(requestId: string, ticket: CallTicket, hold?: HeldLock): Promise<ModeReleaseResult> {
+  override releaseEpisode(requestId: string, ticket: CallTicket, hold: HeldLock): Promise<ModeReleaseResult> {
     // A write release names its episode (its fencing token): an ended one never releases a later write.
-    const token = this.mode === 'write' && hold?.fencingToken !== undefined ? String(hold.fencingToken) : '';
+    const token = this.mode === 'write' && hold.fencingToken !== undefined ? String(hold.fencingToken) : '';
     return this.releaseIn(this.mode, requestId, '', ticket, token);
   }
 

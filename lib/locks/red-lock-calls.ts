@@ -3,7 +3,7 @@ import { LuaScript } from '../redis/lua-script';
 import type { RedisClient } from '../redis/redis-client';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
 import { forceReleaseToken } from '../validators';
-import { attemptResult } from './base-lock';
+import { attemptResult } from './attempt-results';
 import type { ForceUnlockOptions } from './lock';
 
 /** One question to one master; `RedLockMasters.ask` puts it to all of them. */

@@ -2,7 +2,8 @@ import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
-import { AttemptResult, attemptResult, BaseLock, lineRequest, reentryAnswer, ReleaseResult } from './base-lock';
+import { BaseLock } from './base-lock';
+import { AttemptResult, attemptResult, lineRequest, reentryAnswer, ReleaseResult } from './attempt-results';
 import type { ForceUnlockOptions } from './lock';
 import { forceReleaseToken } from '../validators';
 

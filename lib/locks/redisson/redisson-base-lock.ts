@@ -8,7 +8,8 @@ import type { LockEngine } from '../../runtime/lock-engine';
 import type { Cancellation } from '../../runtime/cancellation';
 import type { WaitTarget } from '../../deadlocks/wait-node';
 import { attemptOnConnection, type AttemptOutcome, type Grant } from '../acquisition';
-import { BaseLock, REENTRY_ENDED, type AttemptResult, type ReleaseResult } from '../base-lock';
+import { BaseLock } from '../base-lock';
+import { REENTRY_ENDED, type AttemptResult, type ReleaseResult } from '../attempt-results';
 import type { LockOptions } from '../lock';
 import { HoldAccounts, type HoldAccount } from './hold-accounts';
 
@@ -67,7 +68,7 @@ export abstract class RedissonBaseLock extends BaseLock {
 
   /** @internal Java holders keep no wait-for records: deadlocks are found within this process only. */
   /** Redisson's layout keeps no episode in Redis: a release cannot name one. */
-  protected override get releasesNameEpisode(): boolean {
+  override get releasesNameEpisode(): boolean {
     return false;
   }
 

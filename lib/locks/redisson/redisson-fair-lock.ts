@@ -3,7 +3,7 @@ import { RedissonNames } from '../../layouts/redisson-names';
 import { REDISSON_NO_TOKEN } from '../../layouts/redisson.messages';
 import type { CallTicket } from '../../redis/bounded-call';
 import type { Cancellation } from '../../runtime/cancellation';
-import type { ReleaseResult } from '../base-lock';
+import type { ReleaseResult } from '../attempt-results';
 import type { ForceUnlockOptions, LockOptions } from '../lock';
 import { RedissonBaseLock } from './redisson-base-lock';
 
