@@ -100,6 +100,7 @@ export const LOST_RENEWALS_FAILED = 'renewals failed until its lease ran out';
 export const REENTRY_HOLD_ENDED = (name: string): string => `the hold of "${name}" to re-enter had ended`;
 export const LOST_REENTRY_ENDED = 'it had ended in Redis: a re-entry of its owner found the owner holding nothing';
 export const LOST_NEW_EPISODE = 'it had ended in Redis: the same owner was granted the lock again with a new fencing token';
+export const LOST_READ_ENDED = 'its read hold had ended in Redis: the same owner was granted the read lock again, in a new episode';
 export const LOST_WRITE_ENDED = 'its write hold had ended in Redis: the same owner was granted the read lock as a reader, no longer the writer';
 export const LOST_RELEASE_FOUND_GONE = 'a release of an inner hold found the lock no longer held';
 export const LOST_HANDED_OVER_GONE = 'the lock a release handed over was gone when its new holder confirmed it';

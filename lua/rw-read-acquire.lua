@@ -26,6 +26,8 @@
 -- ARGV[8]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing)
 -- ARGV[9]  '1': re-entry only (a body's call chain asking again, docs/owners-and-reentry.md#the-owner-model):
 --          re-enter a hold the owner has (a read, or the write: a downgrade), never start a new one
+-- ARGV[10] '1': a grant answers {fence or -1, since:<owner id>} (the read episode: when the owner's
+--          read hold began; a later episode of the same owner has a later one)
 -- Returns  when acquired or re-entered: nil when the owner does not hold the write lock, {fence}
 --          (the write hold's fencing token, the hash's field fence) when it does (a read inside
 --          its write: a downgrade); an owner whose process counts a write hold learns this way that
@@ -47,6 +49,7 @@ local publishCommand = ARGV[6]
 local fenceMemoryMs = ARGV[7]
 local attemptStamp = ARGV[8] or ''
 local reenterOnly = ARGV[9] == '1'
+local reportEpisode = ARGV[10] == '1'
 local callerEntry = myEntry
 local readField = 'read:' .. ownerId
 local requestField = 'rq:' .. ownerId
@@ -66,6 +69,9 @@ if redis.call('exists', rwKey, leasesKey, lineKey) == 0 then
   redis.call('zadd', leasesKey, now + leaseMs, ownerId)
   redis.call('pexpire', rwKey, leaseMs)
   redis.call('pexpire', leasesKey, leaseMs)
+  if reportEpisode then
+    return { -1, tostring(now) }
+  end
   return nil
 end
 
@@ -105,6 +111,10 @@ if mayRead or writer == ownerId or (mode == 'read' and redis.call('hexists', rwK
   redis.call('zadd', leasesKey, 'gt', now + leaseMs, ownerId)
   -- #include rw-expire-with-longest-lease
   -- #include line-drop-own-entry
+  if reportEpisode then
+    local fence = writer == ownerId and (tonumber(redis.call('hget', rwKey, 'fence')) or 0) or -1
+    return { fence, redis.call('hget', rwKey, 'since:' .. ownerId) }
+  end
   if writer == ownerId then
     return { tonumber(redis.call('hget', rwKey, 'fence')) or 0 }
   end

@@ -16,13 +16,20 @@
 --          granted (see reentrant-release.lua)
 -- ARGV[6]  waiter timeout in ms: the longest lease a grant to a waiter starts with
 -- ARGV[7]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
+-- ARGV[8]  the read episode of the hold being released (its since:<owner id>, as the grant answered
+--          it; '' when unknown): a read hold of another episode is not released
 -- Returns  nil when the owner holds no read lock (and no write lock); -1 when it holds no read lock
 --          but holds the write lock; 0 when the owner still holds something; 1 when it holds nothing more
 -- #include rw-release-start
 local wakeOneMessage = ARGV[4]
 
 local isWriter = redis.call('hget', rwKey, 'writer') == ownerId
+local heldEpisode = ARGV[8] or ''
 local count = tonumber(redis.call('hget', rwKey, readField))
+if count ~= nil and heldEpisode ~= '' and redis.call('hget', rwKey, 'since:' .. ownerId) ~= heldEpisode then
+  -- That hold's episode ended: never a read hold of a later one.
+  return nil
+end
 if count == nil then
   if isWriter then
     return HOLDS_OTHER_MODE

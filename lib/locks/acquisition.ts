@@ -35,6 +35,11 @@ export interface Grant {
    * hold's fencing token (0 when Redis has none for it). Absent: Redis says the owner is no writer.
    */
   readonly writerFence?: number;
+  /**
+   * A read grant's episode: when its owner's read hold began in Redis (its `since:<owner id>`); a
+   * later episode of the same owner (after the hold ended in Redis) has another one.
+   */
+  readonly readEpisode?: string;
 }
 
 /**

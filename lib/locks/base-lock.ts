@@ -72,6 +72,11 @@ export abstract class BaseLock extends LockContender implements Lock, RunnableLo
     return this.releaseOne(requestId, '', ticket, tokenText(hold));
   }
 
+  /** @internal The episode a release of `hold` names to Redis (its fencing token here), if it has one. */
+  episodeOf(hold: HeldLock): string | undefined {
+    return hold.fencingToken === undefined ? undefined : String(hold.fencingToken);
+  }
+
   /** @internal A re-entry-only attempt found `hold` ended in Redis: forgotten, its bodies told. */
   reentryEnded(hold: HeldLock): void {
     if (this.engine.holds.isCurrent(hold)) this.episodeEnded(hold, LOST_REENTRY_ENDED);

@@ -19,6 +19,8 @@ export interface HandleOwner {
    * "the other mode"): Redis refuses it when that episode ended.
    */
   releaseEpisode(requestId: string, ticket: CallTicket, hold: HeldLock): Promise<ReleaseResult | typeof HOLDS_OTHER_MODE>;
+  /** The episode a release of `hold` names to Redis (undefined: none it can name). */
+  episodeOf(hold: HeldLock): string | undefined;
   /** One count of `hold` is about to be released (a read-write view counts a write hold off). */
   releasing(hold: HeldLock): void;
   /**
@@ -86,7 +88,7 @@ export class HoldHandles {
     const { owner } = this;
     const { holds, ids } = owner.engine;
     const current = holds.isCurrent(hold);
-    if (!current && (hold.fencingToken === undefined || !owner.releasesNameEpisode)) return Promise.reject(new LockNotHeldError(owner.name));
+    if (!current && (owner.episodeOf(hold) === undefined || !owner.releasesNameEpisode)) return Promise.reject(new LockNotHeldError(owner.name));
     if (current) owner.releasing(hold);
     const last = current ? holds.released(hold) : true;
     const counted = current ? hold : undefined;

@@ -11,7 +11,7 @@ import type { WaitKind, WaitMode } from '../deadlocks/wait-node';
 import type { Grant } from './acquisition';
 import type { ForceUnlockOptions, LockOptions } from './lock';
 import { forceReleaseToken } from '../validators';
-import { FORCE_RELEASE_NO_TOKEN, LOCK_LOST, LOST_NEW_EPISODE, LOST_WRITE_ENDED } from '../lock.messages';
+import { FORCE_RELEASE_NO_TOKEN, LOST_NEW_EPISODE, LOST_READ_ENDED, LOST_WRITE_ENDED } from '../lock.messages';
 
 export type ReadWriteMode = 'read' | 'write';
 
@@ -140,13 +140,16 @@ export class ReadWriteLockView extends BaseLock {
         : await modeScripts.read.acquire.run(
             client,
             keys,
-            [leaseMs, this.ownerId, requestId, entry, waiterTimeout, publishCommand, fenceMemoryMs, attemptStamp, ...(reenterOnly ? ['1'] : [])],
+            [leaseMs, this.ownerId, requestId, entry, waiterTimeout, publishCommand, fenceMemoryMs, attemptStamp, reenterOnly ? '1' : '', '1'],
             ticket,
           );
     if (result === UPGRADE_REFUSED) throw new LockUpgradeError(this.name);
     reentryAnswer(this, result as AttemptResult);
-    // A read grant answers {fence} when its owner holds the write lock too (rw-read-acquire.lua).
-    if (this.mode === 'read' && Array.isArray(result)) return { fencingToken: undefined, writerFence: Number(result[0]) || 0 };
+    // A read grant answers {fence or -1, episode}: the fence when its owner holds the write lock too (rw-read-acquire.lua).
+    if (this.mode === 'read' && Array.isArray(result)) {
+      const fence = Number(result[0]);
+      return { fencingToken: undefined, writerFence: fence >= 0 ? fence : undefined, readEpisode: result[1] === null ? undefined : String(result[1]) };
+    }
     return attemptResult(result);
   }
 
@@ -166,11 +169,29 @@ export class ReadWriteLockView extends BaseLock {
 
   /** @internal Counts a write hold on the owner's shared hold record (a reader waits only for those). */
   override held(grant: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): boolean {
-    if (this.mode === 'read') this.endedWriteFound(grant);
+    if (this.mode === 'read') {
+      this.endedWriteFound(grant);
+      this.endedReadFound(grant);
+    }
     const held = super.held(grant, leaseMs, options, grantSentAt);
     const hold = this.hold;
     if (hold && this.mode === 'write') hold.writeHolds += 1;
+    if (hold && this.mode === 'read' && grant.readEpisode !== undefined) hold.readEpisode = grant.readEpisode;
     return held;
+  }
+
+  /**
+   * A read grant of another read episode than the one the owner's hold record counts: the owner's
+   * reads had ended in Redis (deleted, flushed, lost) and this grant began new ones, maybe after a
+   * writer of another owner entered and left. The bodies counting on the ended reads are told, and
+   * the grant starts a record of its own (docs/owners-and-reentry.md#the-owner-model).
+   */
+  private endedReadFound(grant: Grant): void {
+    const counted = this.engine.holds.get(this.lockKey, this.ownerId);
+    // Only while the record counts reads: once its last read was released, the next read begins another episode.
+    const reads = counted ? counted.holdCount - counted.writeHolds : 0;
+    if (!counted || reads <= 0 || counted.readEpisode === undefined || grant.readEpisode === undefined || counted.readEpisode === grant.readEpisode) return;
+    this.episodeEnded(counted, LOST_READ_ENDED);
   }
 
   /**
@@ -200,6 +221,12 @@ export class ReadWriteLockView extends BaseLock {
     if (this.mode === 'write' && hold.writeHolds > 0) hold.writeHolds -= 1;
   }
 
+  /** What a release of `hold` names to Redis: the write's fencing token, or the read episode. */
+  override episodeOf(hold: HeldLock): string | undefined {
+    if (this.mode === 'read') return hold.readEpisode;
+    return hold.fencingToken === undefined ? undefined : String(hold.fencingToken);
+  }
+
   /** A read hold has no fencing token. */
   override getFencingToken(): number | undefined {
     return this.mode === 'write' ? super.getFencingToken() : undefined;
@@ -223,9 +250,8 @@ export class ReadWriteLockView extends BaseLock {
 
   /** The owner's hold record counts both modes: a read release by a writer answers "the other mode". */
   override releaseEpisode(requestId: string, ticket: CallTicket, hold: HeldLock): Promise<ModeReleaseResult> {
-    // A write release names its episode (its fencing token): an ended one never releases a later write.
-    const token = this.mode === 'write' && hold.fencingToken !== undefined ? String(hold.fencingToken) : '';
-    return this.releaseIn(this.mode, requestId, '', ticket, token);
+    // A release names its episode (the write's token, the read's start): an ended one never releases a later hold.
+    return this.releaseIn(this.mode, requestId, '', ticket, this.episodeOf(hold) ?? '');
   }
 
   /** At shutdown the shared hold record may count holds of either mode: release whichever remains. */

@@ -64,6 +64,8 @@ export class HeldLock {
    * hold): a reader waits for this hold only while it has any (docs/deadlocks.md).
    */
   writeHolds = 0;
+  /** A read-write owner's read episode while it holds reads (see `Grant.readEpisode`): what its read releases name. */
+  readEpisode: string | undefined;
   /** A semaphore holder's permits (1 for every other kind): which waits need them (docs/deadlocks.md). */
   permits = 1;
   /** How many of the holds the watchdog keeps alive (taken without `leaseTime`). */
