@@ -131,7 +131,5 @@ describe.each(ENGINES())('hold handles: bodies counting on an ended hold are tol
     TOLD_WITHIN_MS + 10_000,
   );
 
-  // TODO(issue 41, "RedLock joins the same model"): no public `run` for a RedLock exists on 46f6e41
-
   // RedLock: LockService.runRedLock's body is told too (test/hold-model/redlock-run.spec.ts).
 });
