@@ -381,3 +381,11 @@ export const LOCK_CONTEXT_ON_CONSTRUCTOR = (className: string): string =>
   `@LockContext() marks a method parameter; it was put on a constructor parameter of ${className}`;
 
 export const REQUEST_CLOSED = 'The client closed the request while it waited for a lock';
+
+// --- a newcomer's path (global by default, skipIfLocked where a caller waits, template names) ---
+
+export const SEVERAL_GLOBAL_LOCK_MODULES = (count: number): string =>
+  `This application registers ${count} LockModule instances as global (LockModule is global by default), ` +
+  'so which one LockService and the decorators would use is not defined. Keep one global and give every ' +
+  'other LockModule.forRoot()/forRootAsync() isGlobal: false; a module that imports one of those is ' +
+  'served by it';

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { FairLockService } from '../fair-lock.service';
-import { DECORATOR_AMBIGUOUS_BINDING } from '../lock.messages';
+import { DECORATOR_AMBIGUOUS_BINDING, SEVERAL_GLOBAL_LOCK_MODULES } from '../lock.messages';
 import { LockService } from '../lock.service';
 import { ReadWriteLockService } from '../read-write-lock.service';
 import { SemaphoreService } from '../semaphores/semaphore.service';
@@ -39,6 +39,8 @@ export class LockExplorer implements OnModuleInit, OnApplicationShutdown {
 
   onModuleInit(): void {
     const engines = this.discovery.getProviders().filter((wrapper) => wrapper.token === LockEngine && wrapper.instance);
+    const global = engines.filter((engine) => engine.host?.isGlobal);
+    if (global.length > 1) throw new Error(SEVERAL_GLOBAL_LOCK_MODULES(global.length));
     const served: Array<{ wrapper: InstanceWrapper; prototype: object; locked: LockedMethod }> = [];
     for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
       const prototype = prototypeOf(wrapper);
@@ -61,15 +63,24 @@ export class LockExplorer implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Whether this LockModule serves the instance: the only one in the application, or else the one
-   * its module imports (or belongs to). Several candidates is a configuration error.
+   * Whether this LockModule serves the instance: the only one in the application; else the one its
+   * module belongs to or imports, in the order Nest's injection looks (the module's own imports
+   * first, then the global one, which Nest lists among every module's imports), so a decorated
+   * method uses the LockModule whose LockService its class would be injected. Two imported
+   * `isGlobal: false` ones is a configuration error.
    */
   private serves(wrapper: InstanceWrapper, engines: InstanceWrapper[], locked: LockedMethod): boolean {
     if (engines.length === 1) return engines[0].instance === this.engine;
     const host = wrapper.host;
-    const near = engines.filter((engine) => engine.host && (engine.host === host || host?.imports.has(engine.host)));
-    if (near.length !== 1) throw new Error(DECORATOR_AMBIGUOUS_BINDING(locked.method, near.length || engines.length, locked.decorator));
-    return near[0].instance === this.engine;
+    const hostOf = new Map(engines.filter((engine) => engine.host).map((engine) => [engine.host, engine]));
+    const own = host && hostOf.get(host);
+    if (own) return own.instance === this.engine;
+    const visible = [...(host?.imports ?? [])].map((module) => hostOf.get(module)).filter((engine) => engine !== undefined);
+    const local = visible.filter((engine) => !engine.host?.isGlobal);
+    if (visible.length === 0 || local.length > 1) {
+      throw new Error(DECORATOR_AMBIGUOUS_BINDING(locked.method, local.length || engines.length, locked.decorator));
+    }
+    return visible[0].instance === this.engine;
   }
 
   private bind(wrapper: InstanceWrapper, prototype: object, locked: LockedMethod): void {
