@@ -389,3 +389,12 @@ export const SEVERAL_GLOBAL_LOCK_MODULES = (count: number): string =>
   'so which one LockService and the decorators would use is not defined. Keep one global and give every ' +
   'other LockModule.forRoot()/forRootAsync() isGlobal: false; a module that imports one of those is ' +
   'served by it';
+
+export const DECORATOR_SKIP_ON_ANSWERING_HANDLER = (method: string, handler: string, decorator: DecoratorName = '@DistributedLock'): string =>
+  `${decorator} on ${method}: skipIfLocked on ${handler} is refused. When the ` +
+  `${isSemaphore(decorator) ? 'permits are taken' : 'lock is busy'} the method would not run and its caller would get a ` +
+  'success with an empty answer (201 and no body on a POST), so a second submission would look accepted. ' +
+  `Drop skipIfLocked and give { waitTime: 0 }: a busy ${isSemaphore(decorator) ? 'semaphore' : 'lock'} then answers ` +
+  'what a busy lock answers (LockTimeoutError: 423 Locked over HTTP, the same body over RPC and GraphQL) at once; ' +
+  'see docs/double-submission.md. skipIfLocked is for work no caller waits for: @Cron jobs, queue consumers, ' +
+  '@EventPattern handlers';

@@ -21,7 +21,9 @@ export interface DistributedLockOptions {
   /**
    * Not acquired within `waitTime` (default 0 with this option): the method does not run and its
    * call resolves `undefined`, logged at debug level only (a `@Cron` job every replica schedules).
-   * Redis being unreachable still rejects with `LockUnavailableError`.
+   * Redis being unreachable still rejects with `LockUnavailableError`. Refused at bootstrap on an
+   * HTTP route, an RPC `@MessagePattern` handler and a GraphQL resolver, whose caller would get an
+   * empty success: give those `waitTime: 0` (a busy lock answers 423 at once).
    */
   skipIfLocked?: boolean;
   /**

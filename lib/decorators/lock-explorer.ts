@@ -2,11 +2,12 @@ import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { FairLockService } from '../fair-lock.service';
-import { DECORATOR_AMBIGUOUS_BINDING, SEVERAL_GLOBAL_LOCK_MODULES } from '../lock.messages';
+import { DECORATOR_AMBIGUOUS_BINDING, DECORATOR_SKIP_ON_ANSWERING_HANDLER, SEVERAL_GLOBAL_LOCK_MODULES } from '../lock.messages';
 import { LockService } from '../lock.service';
 import { ReadWriteLockService } from '../read-write-lock.service';
 import { SemaphoreService } from '../semaphores/semaphore.service';
 import { LockEngine } from '../runtime/lock-engine';
+import { answeringHandler } from './answering-handler';
 import { lockedMethodOf } from './distributed-lock.decorator';
 import { LockBinding } from './lock-binding';
 import { bindClass, bindInstance, bindScopedInstance, unbind } from './lock-bindings';
@@ -45,12 +46,11 @@ export class LockExplorer implements OnModuleInit, OnApplicationShutdown {
     for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
       const prototype = prototypeOf(wrapper);
       if (!prototype) continue;
-      const lockedMethods = this.scanner
-        .getAllMethodNames(prototype)
-        .map((name) => lockedMethodOf((prototype as Record<string, unknown>)[name]))
-        .filter((locked): locked is LockedMethod => locked !== undefined);
+      const methods = this.scanner.getAllMethodNames(prototype).map((name) => (prototype as Record<string, unknown>)[name] as Function);
+      const lockedMethods = methods.map((method) => lockedMethodOf(method)).filter((locked): locked is LockedMethod => locked !== undefined);
       if (lockedMethods.length === 0 || !this.serves(wrapper, engines, lockedMethods[0])) continue;
       for (const locked of lockedMethods) if (locked.problem) throw locked.problem;
+      for (const method of methods) checkSkipIfLocked(method);
       served.push({ wrapper, prototype, locked: lockedMethods[0] });
     }
     // Bind only once everything is valid: a failed bootstrap leaves nothing recorded.
@@ -104,4 +104,11 @@ function prototypeOf(wrapper: InstanceWrapper): object | undefined {
   const type = wrapper.metatype;
   if (!wrapper.inject && typeof type === 'function' && type.prototype) return type.prototype as object;
   return undefined;
+}
+
+/** `skipIfLocked` where a caller waits for the answer would answer it "done" for work never done. */
+function checkSkipIfLocked(method: Function): void {
+  const locked = lockedMethodOf(method);
+  const handler = locked?.runOptions.skipIfLocked ? answeringHandler(method) : undefined;
+  if (locked && handler) throw new Error(DECORATOR_SKIP_ON_ANSWERING_HANDLER(locked.method, handler, locked.decorator));
 }
