@@ -14,7 +14,7 @@
  *    itself within DOCS_RUN_TIMEOUT_MS (30 s): close what it opens. A block fenced ```ts test is a
  *    Jest-style test file (`describe`, `it`, `beforeAll`..., `expect`, the globals Jest gives): it
  *    runs the same way, its tests on Node's own runner with Jest's `expect`, and every test must pass.
- * 3. Links. Every relative link of README.md, CHANGELOG.md and docs/**\/*.md must name an existing
+ * 3. Links. Every relative link of README.md, CHANGELOG.md, CONTRIBUTING.md and docs/**\/*.md must name an existing
  *    file, and its `#anchor` a heading of the target (GitHub's slugs) or an `<a id>` / `<a name>`.
  *    http(s) and other absolute URLs are not fetched.
  *
@@ -55,7 +55,7 @@ const MAX_ERRORS_PER_SAMPLE = 5;
 
 function markdownFiles(root, withChangelog) {
   const files = ['README.md'];
-  if (withChangelog) files.push('CHANGELOG.md');
+  if (withChangelog) files.push('CHANGELOG.md', 'CONTRIBUTING.md');
   const walk = (dir) => {
     if (!fs.existsSync(path.join(root, dir))) return;
     for (const entry of fs.readdirSync(path.join(root, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
