@@ -85,6 +85,7 @@ async function keepRunning(instances: AppInstance[]): Promise<void> {
   const urls = instances.map((instance) => instance.url);
   console.log('');
   console.log(`The apps keep running. The lock board: ${urls[0]}/lock-board (also on ${urls.slice(1).map((url) => `${url}/lock-board`).join(', ')})`);
+  if (process.env.ADMIN_TOKEN) console.log(`ADMIN_TOKEN is set: sign in at ${urls[0]}/admin/login first (a session cookie; curl sends the bearer token).`);
   console.log('A few reservations a second keep locks busy; Ctrl-C stops everything.');
   const sku = 'board-demo';
   for (;;) {

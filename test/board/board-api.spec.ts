@@ -5,6 +5,7 @@ import { FairLockService, LockModule, LockService, ReadWriteLockService, Semapho
 import { LockBoardModule } from '../../lib/board';
 import { KeyspaceWalk } from '../../lib/board/keyspace-walk';
 import { isCrossSite } from '../../lib/board/lock-board.controller';
+import { boardScript, boardStylesheet } from '../../lib/board/board-page';
 import { quoteForLog } from '../../lib/board/lock-board.messages';
 import type { BoardSnapshot } from '../../lib/board';
 import { startRedis, type TestRedis } from '../support/redis-server';
@@ -97,9 +98,15 @@ describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform
     await raw.flushall();
   });
 
-  it('refuses an anonymous request for the page, the assets and the API (the guard runs on every route)', async () => {
-    for (const path of ['', '/board.js', '/board.css', '/api/snapshot']) {
+  it('refuses an anonymous request for the page and the API; serves the script and stylesheet (no data) without the guard', async () => {
+    for (const path of ['', '/api/snapshot']) {
       expect((await get(path, {})).status).toBe(403);
+    }
+    for (const [path, file] of [['/board.js', boardScript()], ['/board.css', boardStylesheet()]]) {
+      const asset = await get(path, {});
+      expect(asset.status).toBe(200);
+      expect(asset.headers.get('content-security-policy')).toContain("script-src 'self'");
+      expect(await asset.text()).toBe(file); // the package's own file, the same for everyone
     }
     expect((await release({ name: 'x', kind: 'reentrant', fencingToken: 1, ownerId: 'a:1' }, { Authorization: '' })).status).toBe(403);
   });
