@@ -63,7 +63,8 @@ async function run(redis: DemoRedis, instances: AppInstance[]): Promise<void> {
   const client = new Redis(redis.url);
   try {
     const [runsByTick, runners] = await Promise.all([client.hgetall(REPORT_RUNS_KEY), client.hgetall(REPORT_RUNNERS_KEY)]);
-    const job = summarizeJob(runsByTick, runners, jobWatchFrom, jobWatchTo);
+    const ports = instances.map((instance) => new URL(instance.url).port);
+    const job = summarizeJob(runsByTick, runners, jobWatchFrom, jobWatchTo, ports);
     console.log('');
     console.log(formatJobReport(job, INSTANCES));
     console.log(
