@@ -398,3 +398,6 @@ export const DECORATOR_SKIP_ON_ANSWERING_HANDLER = (method: string, handler: str
   'what a busy lock answers (LockTimeoutError: 423 Locked over HTTP, the same body over RPC and GraphQL) at once; ' +
   'see docs/double-submission.md. skipIfLocked is for work no caller waits for: @Cron jobs, queue consumers, ' +
   '@EventPattern handlers';
+
+/** Appended to KEY_TEMPLATE_UNKNOWN_PARAMETER when a parameter's name is close to the one the template names. */
+export const KEY_TEMPLATE_DID_YOU_MEAN = (name: string): string => `. Did you mean #${name}?`;

@@ -231,9 +231,10 @@ describe('@DistributedLock key templates and errors', () => {
       expect((await bootstrapError(OptionService)).message).toContain(`@DistributedLock on OptionService.pay: ${message}`);
     });
 
-    it('a method declared to return something other than a Promise fails', async () => {
+    it('a method declared to return something other than a Promise fails (at bootstrap, and in TypeScript at compile time)', async () => {
       @Injectable()
       class SyncService {
+        // @ts-expect-error TS1241: the decorator's type takes only methods returning a Promise (npm run typecheck proves it).
         @DistributedLock('order:#id')
         pay(id: string): string {
           return id;

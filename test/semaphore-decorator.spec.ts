@@ -145,6 +145,7 @@ describe('@DistributedSemaphore at bootstrap', () => {
     }
     @Injectable()
     class Synchronous {
+      // @ts-expect-error TS1241: the decorator's type takes only methods returning a Promise.
       @DistributedSemaphore('export:#id', { permits: 2 })
       run(id: string): string {
         return id;
