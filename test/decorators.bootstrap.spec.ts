@@ -189,7 +189,7 @@ describe('@DistributedLock key templates and errors', () => {
       expect(error).toBeInstanceOf(KeyTemplateError);
       expect(error.message).toBe(
         '@DistributedLock on PaymentService.pay: key template "order:#orderId" names parameter "orderId", ' +
-          'which PaymentService.pay does not have (its parameters: id, amount)',
+          'which PaymentService.pay does not have (its parameters: id, amount). Did you mean #id?',
       );
     });
 
