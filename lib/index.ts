@@ -38,7 +38,7 @@ export type {
   LiveInstancesOptions,
 } from './introspection/lock-info';
 export type { LockKind, AcquireOutcome } from './metrics/lock-telemetry';
-export type { DistributedLockOptions, LockKey, LockMode, ModeLockOptions } from './decorators/distributed-lock.options';
+export type { DistributedLockOptions, LockedMethodDecorator, LockKey, LockMode, ModeLockOptions } from './decorators/distributed-lock.options';
 export { LockErrorFilter, lockErrorResponse } from './http/lock-error.filter';
 export type { BadLockNameResponseBody, DeadlockResponseBody, LockedResponseBody, LockUnavailableResponseBody } from './http/lock-error.filter';
 export {

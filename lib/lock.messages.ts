@@ -384,3 +384,23 @@ export const LOCK_CONTEXT_ON_CONSTRUCTOR = (className: string): string =>
   `@LockContext() marks a method parameter; it was put on a constructor parameter of ${className}`;
 
 export const REQUEST_CLOSED = 'The client closed the request while it waited for a lock';
+
+// --- a newcomer's path (global by default, skipIfLocked where a caller waits, template names) ---
+
+export const SEVERAL_GLOBAL_LOCK_MODULES = (count: number): string =>
+  `This application registers ${count} LockModule instances as global (LockModule is global by default), ` +
+  'so which one LockService and the decorators would use is not defined. Keep one global and give every ' +
+  'other LockModule.forRoot()/forRootAsync() isGlobal: false; a module that imports one of those is ' +
+  'served by it';
+
+export const DECORATOR_SKIP_ON_ANSWERING_HANDLER = (method: string, handler: string, decorator: DecoratorName = '@DistributedLock'): string =>
+  `${decorator} on ${method}: skipIfLocked on ${handler} is refused. When the ` +
+  `${isSemaphore(decorator) ? 'permits are taken' : 'lock is busy'} the method would not run and its caller would get a ` +
+  'success with an empty answer (201 and no body on a POST), so a second submission would look accepted. ' +
+  `Drop skipIfLocked and give { waitTime: 0 }: a busy ${isSemaphore(decorator) ? 'semaphore' : 'lock'} then answers ` +
+  'what a busy lock answers (LockTimeoutError: 423 Locked over HTTP, the same body over RPC and GraphQL) at once; ' +
+  'see docs/double-submission.md. skipIfLocked is for work no caller waits for: @Cron jobs, queue consumers, ' +
+  '@EventPattern handlers';
+
+/** Appended to KEY_TEMPLATE_UNKNOWN_PARAMETER when a parameter's name is close to the one the template names. */
+export const KEY_TEMPLATE_DID_YOU_MEAN = (name: string): string => `. Did you mean #${name}?`;

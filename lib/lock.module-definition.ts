@@ -9,7 +9,9 @@ export const {
   ASYNC_OPTIONS_TYPE: LOCK_MODULE_ASYNC_OPTIONS_TYPE,
 } = new ConfigurableModuleBuilder<LockModuleOptions>()
   .setClassMethodName('forRoot')
-  .setExtras({ isGlobal: false }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+  // Global by default, as ScheduleModule.forRoot and BullModule.forRoot are: registered once in the
+  // root module, LockService is injectable in every feature module. `isGlobal: false` keeps it local.
+  .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
   .build();
 
 /** Validated options with defaults filled in. */

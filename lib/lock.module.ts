@@ -15,7 +15,7 @@ import { SemaphoreService } from './semaphores/semaphore.service';
 
 /**
  * `LockModule.forRoot(options)` / `LockModule.forRootAsync({ imports, inject, useFactory, isGlobal })`.
- * Options are validated when the module is instantiated, before any Redis connection opens.
+ * Global by default (`isGlobal: false` keeps it to the modules that import it). Options are validated when the module is instantiated, before any Redis connection opens.
  */
 @Module({
   imports: [DiscoveryModule],

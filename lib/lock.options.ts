@@ -93,7 +93,11 @@ export interface LockModuleOptions {
   layout?: LockLayoutName;
   /** The Java side's Redisson settings to mirror; only with `layout: 'redisson'`. */
   redisson?: RedissonLayoutOptions;
-  /** Register the module globally. */
+  /**
+   * Register the module globally (default `true`, as `ScheduleModule.forRoot` and `BullModule.forRoot`
+   * are): its services are injectable in every module of the app. `false`: only in modules that
+   * import it.
+   */
   isGlobal?: boolean;
 }
 

@@ -63,7 +63,8 @@ async function run(redis: DemoRedis, instances: AppInstance[]): Promise<void> {
   const client = new Redis(redis.url);
   try {
     const [runsByTick, runners] = await Promise.all([client.hgetall(REPORT_RUNS_KEY), client.hgetall(REPORT_RUNNERS_KEY)]);
-    const job = summarizeJob(runsByTick, runners, jobWatchFrom, jobWatchTo);
+    const ports = instances.map((instance) => new URL(instance.url).port);
+    const job = summarizeJob(runsByTick, runners, jobWatchFrom, jobWatchTo, ports);
     console.log('');
     console.log(formatJobReport(job, INSTANCES));
     console.log(
@@ -85,6 +86,7 @@ async function keepRunning(instances: AppInstance[]): Promise<void> {
   const urls = instances.map((instance) => instance.url);
   console.log('');
   console.log(`The apps keep running. The lock board: ${urls[0]}/lock-board (also on ${urls.slice(1).map((url) => `${url}/lock-board`).join(', ')})`);
+  if (process.env.ADMIN_TOKEN) console.log(`ADMIN_TOKEN is set: sign in at ${urls[0]}/admin/login first (a session cookie; curl sends the bearer token).`);
   console.log('A few reservations a second keep locks busy; Ctrl-C stops everything.');
   const sku = 'board-demo';
   for (;;) {

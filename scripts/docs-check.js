@@ -3,24 +3,23 @@
 /**
  * `npm run docs:check` (with `npm run docs:api`, the TypeDoc build): the docs cannot rot.
  *
- * 1. Samples. Every ```ts / ```typescript block of README.md and docs/**\/*.md becomes a standalone
- *    module and is compiled (`tsc --noEmit`, strict, decorators as in tsconfig.json) with
- *    `nestjs-redis-locks`, `nestjs-redis-locks/testing` and `nestjs-redis-locks/terminus` mapped to
- *    lib/. A block may use top-level `await`. Names a block uses without importing or declaring them
- *    are imported for it when they are exports of the library (all three entry points) or one of the
- *    NestJS names in AUTO_IMPORTS below; anything else (a variable, a DTO) must be declared, in the
- *    block or in a hidden `<!-- ts-setup ... -->` comment right above the fence (not rendered).
- * 2. Runnable samples. A block fenced ```ts run is also executed (ts-node, transpile-only) against
- *    a throwaway redis-server whose URL is in REDIS_URL; it must exit 0 by itself within
- *    DOCS_RUN_TIMEOUT_MS (30 s): close what it opens. A block fenced ```ts test is a Jest-style test
- *    file (`describe`, `it`, `beforeAll`..., `expect`): it runs the same way, its tests on Node's
- *    own runner with Jest's `expect`, and every test must pass.
- * 3. Links. Every relative link of README.md, CHANGELOG.md and docs/**\/*.md must name an existing
+ * 1. Samples. Every ```ts / ```typescript block of README.md and docs/**\/*.md is compiled exactly as
+ *    printed, as a module of its own (`tsc --noEmit`), with the tsconfig.json that
+ *    docs/getting-started.md gives its readers (its first ```json block with "compilerOptions"), and
+ *    `nestjs-redis-locks` and its subpaths mapped to lib/ in place of an installed package. Nothing is
+ *    added: a name the block uses must be imported or declared in the block, as a reader pasting it
+ *    into a file would need.
+ * 2. Runnable samples. A block fenced ```ts run is also executed as it is (ts-node, transpile-only,
+ *    the same tsconfig) against a throwaway redis-server whose URL is in REDIS_URL; it must exit 0 by
+ *    itself within DOCS_RUN_TIMEOUT_MS (30 s): close what it opens. A block fenced ```ts test is a
+ *    Jest-style test file (`describe`, `it`, `beforeAll`..., `expect`, the globals Jest gives): it
+ *    runs the same way, its tests on Node's own runner with Jest's `expect`, and every test must pass.
+ * 3. Links. Every relative link of README.md, CHANGELOG.md, CONTRIBUTING.md and docs/**\/*.md must name an existing
  *    file, and its `#anchor` a heading of the target (GitHub's slugs) or an `<a id>` / `<a name>`.
  *    http(s) and other absolute URLs are not fetched.
  *
  * ```ts no-check opts a block out of 1 and 2 (an illustration that is not TypeScript); see
- * docs/README.md for when that is right. Every problem is printed as `<file>:<line>: ...` with the
+ * CONTRIBUTING.md for when that is right. Every problem is printed as `<file>:<line>: ...` with the
  * line of the fence (samples) or of the link, and the exit code is 1.
  *
  * 4. API reference. TypeDoc (typedoc.json: lib/index.ts into dist/api, every export and member
@@ -43,18 +42,8 @@ const LIB_ENTRIES = {
   'nestjs-redis-locks/terminus': 'lib/terminus/index.ts',
   'nestjs-redis-locks/board': 'lib/board/index.ts',
 };
-/** NestJS names a sample may use without importing them (as NestJS's own docs do). */
-const AUTO_IMPORTS = {
-  '@nestjs/common': [
-    'Module', 'Global', 'Injectable', 'Inject', 'Controller', 'Get', 'Post', 'Put', 'Patch', 'Delete',
-    'Param', 'Body', 'Query', 'Headers', 'Req', 'Res', 'HttpCode', 'UseFilters', 'UseInterceptors',
-    'Catch', 'ExceptionFilter', 'ArgumentsHost', 'HttpException', 'HttpStatus', 'BadRequestException',
-    'NotFoundException', 'ConflictException', 'Logger', 'DynamicModule', 'OnModuleInit',
-    'OnModuleDestroy', 'OnApplicationShutdown', 'INestApplication',
-  ],
-  '@nestjs/core': ['NestFactory', 'HttpAdapterHost'],
-  '@nestjs/testing': ['Test', 'TestingModule'],
-};
+/** The page whose tsconfig.json the samples are compiled with: what the docs tell a reader to use. */
+const TSCONFIG_PAGE = 'docs/getting-started.md';
 const SAMPLE_LANGS = new Set(['ts', 'typescript']);
 const FLAGS = new Set(['no-check', 'run', 'test']);
 const RUN_TIMEOUT_MS = Number(process.env.DOCS_RUN_TIMEOUT_MS || 30_000);
@@ -66,7 +55,7 @@ const MAX_ERRORS_PER_SAMPLE = 5;
 
 function markdownFiles(root, withChangelog) {
   const files = ['README.md'];
-  if (withChangelog) files.push('CHANGELOG.md');
+  if (withChangelog) files.push('CHANGELOG.md', 'CONTRIBUTING.md');
   const walk = (dir) => {
     if (!fs.existsSync(path.join(root, dir))) return;
     for (const entry of fs.readdirSync(path.join(root, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
@@ -214,105 +203,71 @@ function extractSamples(root) {
       const flags = block.info.split(/[\s,]+/).filter(Boolean);
       const unknown = flags.filter((flag) => !FLAGS.has(flag));
       if (unknown.length) problems.push(`${file}:${block.line}: unknown sample flag ${unknown.join(' ')} (known: ${[...FLAGS].join(', ')})`);
+      if (block.setup) problems.push(`${file}:${block.setup.line}: a hidden <!-- ts-setup --> is not read any more: a sample compiles as printed, so declare what it leaves out in the block`);
       if (flags.includes('no-check')) continue;
-      samples.push({ file, line: block.line, code: block.lines.join('\n'), setup: block.setup, run: flags.includes('run'), test: flags.includes('test') });
+      samples.push({ file, line: block.line, code: block.lines.join('\n'), run: flags.includes('run'), test: flags.includes('test') });
     }
   }
   return { samples, problems };
 }
 
-/** The names a module's top level binds (imports and declarations). */
-function topLevelNames(ts, source) {
-  const names = new Set();
-  const bind = (name) => {
-    if (!name) return;
-    if (ts.isIdentifier(name)) names.add(name.text);
-    else if (ts.isObjectBindingPattern(name) || ts.isArrayBindingPattern(name)) for (const el of name.elements) if (!ts.isOmittedExpression(el)) bind(el.name);
-  };
-  for (const statement of source.statements) {
-    if (ts.isImportDeclaration(statement) && statement.importClause) {
-      const clause = statement.importClause;
-      bind(clause.name);
-      if (clause.namedBindings && ts.isNamespaceImport(clause.namedBindings)) bind(clause.namedBindings.name);
-      if (clause.namedBindings && ts.isNamedImports(clause.namedBindings)) for (const el of clause.namedBindings.elements) bind(el.name);
-    } else if (ts.isImportEqualsDeclaration(statement)) bind(statement.name);
-    else if (ts.isVariableStatement(statement)) for (const decl of statement.declarationList.declarations) bind(decl.name);
-    else if (statement.name && ts.isIdentifier(statement.name)) bind(statement.name); // class, function, interface, type, enum, namespace
-  }
-  return names;
+/**
+ * The tsconfig.json that docs/getting-started.md gives its readers (its first ```json block with
+ * "compilerOptions"): `{ json, options }`, or `{ problem }` when the page has none that parses.
+ */
+function docsTsconfig(ts, root) {
+  const file = path.join(root, TSCONFIG_PAGE);
+  if (!fs.existsSync(file)) return { problem: `${TSCONFIG_PAGE}: missing: the samples are compiled with the tsconfig.json it gives` };
+  const block = parseMarkdown(fs.readFileSync(file, 'utf8')).blocks.find((b) => b.lang === 'json' && b.lines.join('\n').includes('"compilerOptions"'));
+  if (!block) return { problem: `${TSCONFIG_PAGE}: no \`\`\`json block with "compilerOptions": the samples are compiled with the tsconfig.json it gives` };
+  const parsed = ts.parseConfigFileTextToJson('tsconfig.json', block.lines.join('\n'));
+  if (parsed.error) return { problem: `${TSCONFIG_PAGE}:${block.line}: its tsconfig.json does not parse: ${ts.flattenDiagnosticMessageText(parsed.error.messageText, ' ')}` };
+  const converted = ts.convertCompilerOptionsFromJson(parsed.config.compilerOptions ?? {}, root);
+  if (converted.errors.length) return { problem: `${TSCONFIG_PAGE}:${block.line}: its tsconfig.json: ${converted.errors.map((e) => ts.flattenDiagnosticMessageText(e.messageText, ' ')).join('; ')}` };
+  return { json: parsed.config.compilerOptions, options: converted.options };
 }
 
-/** Every export name of the library's three entry points, by module specifier. */
-function libraryExports(ts) {
-  const program = ts.createProgram(Object.values(LIB_ENTRIES).map((f) => path.join(REPO, f)), { noEmit: true, skipLibCheck: true, types: [] });
-  const checker = program.getTypeChecker();
-  const out = {};
-  for (const [specifier, file] of Object.entries(LIB_ENTRIES)) {
-    const symbol = checker.getSymbolAtLocation(program.getSourceFile(path.join(REPO, file)));
-    out[specifier] = symbol ? checker.getExportsOfModule(symbol).map((s) => s.name) : [];
-  }
-  return out;
-}
-
-function compilerOptions(ts) {
+/**
+ * The reader's options, plus only what stands in for their project: the package resolved to lib/
+ * (instead of node_modules), the repository's @types, each sample a module of its own (as a file of
+ * its own is), and no output.
+ */
+function compilerOptions(ts, docs) {
   return {
-    target: ts.ScriptTarget.ES2022,
-    lib: ['lib.es2022.d.ts'],
-    module: ts.ModuleKind.Preserve, // top-level await in a sample
-    moduleResolution: ts.ModuleResolutionKind.Bundler,
-    strict: true,
+    ...docs.options,
     noEmit: true,
-    experimentalDecorators: true,
-    emitDecoratorMetadata: true,
-    esModuleInterop: true,
-    skipLibCheck: true,
-    useUnknownInCatchVariables: true,
-    noImplicitOverride: true,
-    types: ['node', 'jest'],
+    moduleDetection: ts.ModuleDetectionKind.Force,
     typeRoots: [path.join(REPO, 'node_modules', '@types')],
     paths: Object.fromEntries(Object.entries(LIB_ENTRIES).map(([k, v]) => [k, [path.join(REPO, v)]])),
   };
 }
 
-/** Writes each sample as `.cache/docs-check/<n>.ts`: [setup] + sample + (one line) auto-imports and `export {}`. */
-function writeSamples(ts, samples) {
+/** Writes each sample, exactly as printed, as `.cache/docs-check/<pid>/sample-<n>.ts`. */
+function writeSamples(samples, docs) {
   fs.rmSync(TMP, { recursive: true, force: true });
   fs.mkdirSync(TMP, { recursive: true });
-  const exported = { ...libraryExports(ts), ...AUTO_IMPORTS };
   samples.forEach((sample, n) => {
-    const setup = sample.setup ? `${sample.setup.code.replace(/\n?$/, '\n')}` : '';
-    const declared = topLevelNames(ts, ts.createSourceFile('x.ts', setup + sample.code, ts.ScriptTarget.ES2022, true));
-    const taken = new Set(declared);
-    const imports = [];
-    for (const [specifier, names] of Object.entries(exported)) {
-      const wanted = names.filter((name) => !taken.has(name) && new RegExp(`\\b${name}\\b`).test(setup + sample.code));
-      wanted.forEach((name) => taken.add(name));
-      if (wanted.length) imports.push(`import { ${wanted.join(', ')} } from '${specifier}';`);
-    }
-    sample.setupLines = setup ? setup.split('\n').length - 1 : 0;
-    sample.prelude = imports.join(' ');
     sample.path = path.join(TMP, `sample-${String(n + 1).padStart(3, '0')}.ts`);
-    // Imports are hoisted: at the end they keep the sample's own line numbers.
-    fs.writeFileSync(sample.path, `${setup}${sample.code}\n${sample.prelude} export {};\n`);
+    fs.writeFileSync(sample.path, `${sample.code}\n`);
   });
-  const options = compilerOptions(ts);
   fs.writeFileSync(
     path.join(TMP, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { ...options, target: 'es2022', lib: ['es2022'], module: 'preserve', moduleResolution: 'bundler' }, files: samples.map((s) => path.basename(s.path)) }, null, 2),
+    JSON.stringify({ compilerOptions: { ...docs.json, noEmit: true, moduleDetection: 'force', paths: Object.fromEntries(Object.entries(LIB_ENTRIES).map(([k, v]) => [k, [path.join(REPO, v)]])) }, files: samples.map((s) => path.basename(s.path)) }, null, 2),
   );
 }
 
 /** Where a diagnostic of a sample file is in its markdown file. */
 function locate(sample, line0, col0) {
-  const blockLine = line0 - sample.setupLines; // 0-based within the block
-  const codeLines = sample.code.split('\n').length;
-  if (line0 < sample.setupLines) return `${sample.file}:${sample.setup.line + 1 + line0}:${col0 + 1} (ts-setup)`;
-  if (blockLine < codeLines) return `${sample.file}:${sample.line + 1 + blockLine}:${col0 + 1}`;
-  return `${sample.file}:${sample.line} (auto-imports: ${sample.prelude})`;
+  return `${sample.file}:${sample.line + 1 + line0}:${col0 + 1}`;
 }
 
-function compileSamples(ts, samples) {
-  const program = ts.createProgram(samples.map((s) => s.path), compilerOptions(ts));
+/** A hint for the errors a sample that relied on the old auto-imports shows. */
+function hint(code) {
+  return code === 2304 || code === 2552 || code === 2503 || code === 1219 ? ' (import or declare it in the sample: the checker adds nothing)' : '';
+}
+
+function compileSamples(ts, samples, docs) {
+  const program = ts.createProgram(samples.map((s) => s.path), compilerOptions(ts, docs));
   const byPath = new Map(samples.map((s) => [path.resolve(s.path), s]));
   const problems = [];
   for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
@@ -326,7 +281,7 @@ function compileSamples(ts, samples) {
     sample.failed = (sample.failed ?? 0) + 1;
     if (sample.failed > MAX_ERRORS_PER_SAMPLE) continue;
     const { line, character } = diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start);
-    problems.push(`${sample.file}:${sample.line}: sample does not compile: TS${diagnostic.code} at ${locate(sample, line, character)}: ${message}`);
+    problems.push(`${sample.file}:${sample.line}: sample does not compile: TS${diagnostic.code} at ${locate(sample, line, character)}: ${message}${hint(diagnostic.code)}`);
   }
   for (const sample of samples) {
     if (sample.failed > MAX_ERRORS_PER_SAMPLE) problems.push(`${sample.file}:${sample.line}: ... and ${sample.failed - MAX_ERRORS_PER_SAMPLE} more error(s) in this sample`);
@@ -381,47 +336,12 @@ async function startRedis() {
   };
 }
 
-/**
- * The sample as a CommonJS program: its imports (and the auto-imports) stay at the top, the rest
- * runs in an async function, so top-level `await` works and a rejection exits 1.
- */
-function runnableSource(ts, sample) {
-  const source = ts.createSourceFile('sample.ts', sample.code, ts.ScriptTarget.ES2022, true);
-  const head = [];
-  let body = '';
-  let last = 0;
-  for (const statement of source.statements) {
-    const text = sample.code.slice(statement.getFullStart(), statement.getEnd());
-    if (ts.isImportDeclaration(statement) || ts.isImportEqualsDeclaration(statement)) {
-      head.push(text.trim());
-      body += sample.code.slice(last, statement.getFullStart()) + '\n'.repeat(text.split('\n').length - 1);
-    } else {
-      body += sample.code.slice(last, statement.getFullStart());
-      // `export` means nothing inside a function
-      body += text.replace(/^(\s*(?:@[\s\S]*?\)\s*)*)export\s+(?:default\s+)?/, '$1');
-    }
-    last = statement.getEnd();
-  }
-  body += sample.code.slice(last);
-  const setup = sample.setup ? sample.setup.code : '';
-  return [
-    `${sample.prelude} ${head.join(' ')}`.trim(),
-    setup,
-    'async function __docsSample(): Promise<void> {',
-    body,
-    '}',
-    '__docsSample().catch((error) => { console.error(error); process.exitCode = 1; });',
-    '',
-  ].join('\n');
-}
-
-/** A Jest-style sample as a program: Jest's globals from `jest-globals.js`, its code as it is. */
+/** A Jest-style sample as a program: Jest's globals from `jest-globals.js` (as Jest gives them), its code as it is. */
 function testSource(sample) {
-  const setup = sample.setup ? sample.setup.code : '';
-  return [`require(${JSON.stringify(path.join(TMP, 'jest-globals.js'))}); ${sample.prelude}`.trim(), setup, sample.code, ''].join('\n');
+  return [`require(${JSON.stringify(path.join(TMP, 'jest-globals.js'))});`, sample.code, ''].join('\n');
 }
 
-function writeRunSupport() {
+function writeRunSupport(docs) {
   // Jest's globals for ```ts test samples: Node's own test runner, and Jest's `expect`.
   fs.writeFileSync(
     path.join(TMP, 'jest-globals.js'),
@@ -447,7 +367,7 @@ function writeRunSupport() {
   );
   fs.writeFileSync(
     path.join(TMP, 'tsconfig.run.json'),
-    JSON.stringify({ compilerOptions: { target: 'es2022', module: 'commonjs', moduleResolution: 'node', experimentalDecorators: true, emitDecoratorMetadata: true, esModuleInterop: true, types: ['node'] } }),
+    JSON.stringify({ compilerOptions: docs.json }),
   );
 }
 
@@ -470,11 +390,11 @@ function runOne(file, env) {
   });
 }
 
-async function runSamples(ts, samples) {
+async function runSamples(samples, docs) {
   const runnable = samples.filter((s) => s.run || s.test);
   if (runnable.length === 0) return [];
   const problems = [];
-  writeRunSupport();
+  writeRunSupport(docs);
   const redis = await startRedis();
   try {
     for (const sample of runnable) {
@@ -484,7 +404,7 @@ async function runSamples(ts, samples) {
       }
       await redis.flush();
       const file = sample.path.replace(/\.ts$/, '.run.ts');
-      fs.writeFileSync(file, sample.test ? testSource(sample) : runnableSource(ts, sample));
+      fs.writeFileSync(file, sample.test ? testSource(sample) : `${sample.code}\n`);
       const result = await runOne(file, { REDIS_URL: redis.url });
       const tail = result.output.trim() === '' ? '' : result.output.trim().split('\n').slice(-15).map((l) => `    ${l}`).join('\n');
       if (result.signal === 'SIGKILL') problems.push(`${sample.file}:${sample.line}: runnable sample did not exit within ${RUN_TIMEOUT_MS} ms (does it close everything it opens?)${tail ? `\n${tail}` : ''}`);
@@ -576,14 +496,20 @@ async function main() {
     const ts = require('typescript');
     const { samples, problems: flagProblems } = extractSamples(root);
     problems.push(...flagProblems);
-    writeSamples(ts, samples);
-    const compileProblems = compileSamples(ts, samples);
-    problems.push(...compileProblems);
-    console.log(`docs:check samples: ${samples.length} compiled, ${compileProblems.length} errors`);
-    if (!args.includes('--no-run')) {
-      const runProblems = await runSamples(ts, samples);
-      problems.push(...runProblems);
-      console.log(`docs:check runnable samples: ${samples.filter((s) => s.run || s.test).length} run, ${runProblems.length} failed`);
+    const docs = docsTsconfig(ts, root);
+    if (docs.problem) {
+      problems.push(docs.problem);
+      console.log('docs:check samples: not compiled (no tsconfig.json to compile them with)');
+    } else {
+      writeSamples(samples, docs);
+      const compileProblems = compileSamples(ts, samples, docs);
+      problems.push(...compileProblems);
+      console.log(`docs:check samples: ${samples.length} compiled with ${TSCONFIG_PAGE}'s tsconfig.json, ${compileProblems.length} errors`);
+      if (!args.includes('--no-run')) {
+        const runProblems = await runSamples(samples, docs);
+        problems.push(...runProblems);
+        console.log(`docs:check runnable samples: ${samples.filter((s) => s.run || s.test).length} run, ${runProblems.length} failed`);
+      }
     }
     if (!process.env.KEEP_DOCS_TMP) fs.rmSync(TMP, { recursive: true, force: true });
   }

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Module, Type } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { DistributedLock, KeyTemplateError, LockModule, LockModuleOptions } from '../lib';
+import { DistributedLock, KeyTemplateError, LockModule, LockModuleOptions, LockService } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
 import { startRedis, TestRedis } from './support/redis-server';
 import { releasesSettled } from './support/lock-app';
@@ -189,7 +189,7 @@ describe('@DistributedLock key templates and errors', () => {
       expect(error).toBeInstanceOf(KeyTemplateError);
       expect(error.message).toBe(
         '@DistributedLock on PaymentService.pay: key template "order:#orderId" names parameter "orderId", ' +
-          'which PaymentService.pay does not have (its parameters: id, amount)',
+          'which PaymentService.pay does not have (its parameters: id, amount). Did you mean #id?',
       );
     });
 
@@ -231,9 +231,10 @@ describe('@DistributedLock key templates and errors', () => {
       expect((await bootstrapError(OptionService)).message).toContain(`@DistributedLock on OptionService.pay: ${message}`);
     });
 
-    it('a method declared to return something other than a Promise fails', async () => {
+    it('a method declared to return something other than a Promise fails (at bootstrap, and in TypeScript at compile time)', async () => {
       @Injectable()
       class SyncService {
+        // @ts-expect-error TS1241: the decorator's type takes only methods returning a Promise (npm run typecheck proves it).
         @DistributedLock('order:#id')
         pay(id: string): string {
           return id;
@@ -278,7 +279,7 @@ describe('@DistributedLock key templates and errors', () => {
       }).toThrow('@DistributedLock on StaticService.run: static methods cannot be locked');
     });
 
-    it('two LockModules that could both serve a provider fail instead of picking one', async () => {
+    it('two global LockModules (the default) are refused at bootstrap, naming the fix', async () => {
       @Injectable()
       class SharedService {
         @DistributedLock('x:#id')
@@ -289,25 +290,53 @@ describe('@DistributedLock key templates and errors', () => {
         providers: [SharedService],
       }).compile();
       moduleRef.useLogger(false);
+      await expect(moduleRef.init()).rejects.toThrow(
+        'This application registers 2 LockModule instances as global (LockModule is global by default), so which one LockService and the decorators would use is not defined. Keep one global and give every other LockModule.forRoot()/forRootAsync() isGlobal: false',
+      );
+      await moduleRef.close().catch(() => undefined);
+    });
+
+    it('two isGlobal: false LockModules that could both serve a provider fail instead of picking one', async () => {
+      @Injectable()
+      class SharedService {
+        @DistributedLock('x:#id')
+        async run(id: string): Promise<void> {}
+      }
+      const moduleRef = await Test.createTestingModule({
+        imports: [LockModule.forRoot({ ...options(), isGlobal: false }), LockModule.forRoot({ ...options(), keyPrefix: 'other:', isGlobal: false })],
+        providers: [SharedService],
+      }).compile();
+      moduleRef.useLogger(false);
       await expect(moduleRef.init()).rejects.toThrow('SharedService.run is decorated with @DistributedLock and 2 LockModule instances could serve it');
       await moduleRef.close().catch(() => undefined);
     });
 
-    it('with two LockModules, a feature module is served by the one it imports', async () => {
+    it('with a global LockModule and an isGlobal: false one in a feature module, each module is served by the one its injection gets', async () => {
       @Injectable()
       class FeatureService {
+        constructor(readonly locks: LockService) {}
         @DistributedLock('feature:#id')
         async run(id: string): Promise<string[]> {
-          return lockKeys('feature-prefix:*');
+          return [...(await lockKeys('feature-prefix:*')), ...(await lockKeys('tpl:*'))];
         }
       }
-      @Module({ imports: [LockModule.forRoot({ ...options(), keyPrefix: 'feature-prefix:' })], providers: [FeatureService] })
+      @Module({ imports: [LockModule.forRoot({ ...options(), keyPrefix: 'feature-prefix:', isGlobal: false })], providers: [FeatureService] })
       class FeatureModule {}
-      const moduleRef = await Test.createTestingModule({ imports: [LockModule.forRoot(options()), FeatureModule] }).compile();
+      @Injectable()
+      class RootService {
+        @DistributedLock('root:#id')
+        async run(id: string): Promise<string[]> {
+          return [...(await lockKeys('feature-prefix:*')), ...(await lockKeys('tpl:*'))];
+        }
+      }
+      const moduleRef = await Test.createTestingModule({ imports: [LockModule.forRoot(options()), FeatureModule], providers: [RootService] }).compile();
       moduleRef.useLogger(false);
       await moduleRef.init();
       try {
-        expect(await moduleRef.get(FeatureService).run('1')).toEqual(['feature-prefix:{feature:1}']);
+        const feature = moduleRef.get(FeatureService);
+        expect(await feature.run('1')).toEqual(['feature-prefix:{feature:1}']);
+        expect(await feature.locks.run('injected:1', () => lockKeys('feature-prefix:*'))).toEqual(['feature-prefix:{injected:1}']);
+        expect(await moduleRef.get(RootService).run('2')).toEqual(['tpl:{root:2}']);
       } finally {
         await moduleRef.close();
       }

@@ -89,6 +89,46 @@ describe('LockModule', () => {
     }
   });
 
+  describe('global by default, as ScheduleModule and BullModule are', () => {
+    @Injectable()
+    class Consumer {
+      constructor(readonly locks: LockService) {}
+    }
+    @Module({ providers: [Consumer] })
+    class FeatureModule {}
+
+    it('forRoot without isGlobal: a feature module that does not import LockModule injects LockService', async () => {
+      const moduleRef = await Test.createTestingModule({ imports: [LockModule.forRoot({ redis: redis.url }), FeatureModule] }).compile();
+      await moduleRef.init();
+      try {
+        const locks = moduleRef.get(Consumer).locks;
+        expect(await locks.run('global-default', async () => admin(redis).exists('lock:{global-default}'))).toBe(1);
+      } finally {
+        await moduleRef.close();
+      }
+    });
+
+    it('forRootAsync without isGlobal: the same', async () => {
+      const moduleRef = await Test.createTestingModule({
+        imports: [LockModule.forRootAsync({ useFactory: () => ({ redis: redis.url }) }), FeatureModule],
+      }).compile();
+      await moduleRef.init();
+      try {
+        expect(moduleRef.get(Consumer).locks).toBeInstanceOf(LockService);
+      } finally {
+        await moduleRef.close();
+      }
+    });
+
+    it.each([
+      ['forRoot', () => LockModule.forRoot({ redis: redis.url, isGlobal: false })],
+      ['forRootAsync', () => LockModule.forRootAsync({ isGlobal: false, useFactory: () => ({ redis: redis.url }) })],
+    ])('%s with isGlobal: false keeps LockService to the modules that import it', async (_label, locks) => {
+      const compile = Test.createTestingModule({ imports: [locks(), FeatureModule] }).compile();
+      await expect(compile).rejects.toThrow(/Nest can't resolve dependencies of the Consumer \(\?\)/);
+    });
+  });
+
   it('forRootAsync validates what the factory returns', async () => {
     const compile = Test.createTestingModule({
       imports: [LockModule.forRootAsync({ useFactory: () => ({ redis: redis.url, defaultWaitTime: -5 }) })],

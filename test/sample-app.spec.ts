@@ -1,7 +1,7 @@
 import { AppInstance, startInstances, stopInstances } from '../sample-app/demo/instances';
 import { fireReservations, getStock, setStock } from '../sample-app/demo/load';
-import { summarize } from '../sample-app/demo/report';
-import { REPORT_RUNS_KEY } from '../sample-app/src/jobs/inventory-report.job';
+import { formatJobReport, summarize, summarizeJob } from '../sample-app/demo/report';
+import { REPORT_RUNNERS_KEY, REPORT_RUNS_KEY } from '../sample-app/src/jobs/inventory-report.job';
 import { waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 
@@ -74,5 +74,14 @@ describe('sample app, 2 processes, one Redis', () => {
     await waitUntil(async () => (await watched()).length >= 3, 15_000);
     const runsPerTick = await watched();
     expect(runsPerTick).toEqual(runsPerTick.map(() => 1));
+
+    // The demo's report over those ticks: who ran them adds up to the ticks (not runs from before or after).
+    const to = (firstTick + runsPerTick.length) * 1000;
+    const ports = instances.map((instance) => new URL(instance.url).port);
+    const job = summarizeJob(await raw.hgetall(REPORT_RUNS_KEY), await raw.hgetall(REPORT_RUNNERS_KEY), firstTick * 1000, to, ports);
+    expect(job).toMatchObject({ ticks: runsPerTick.length, once: runsPerTick.length, duplicated: 0, missed: 0 });
+    expect(Object.keys(job.runners).sort()).toEqual([...ports].sort());
+    expect(Object.values(job.runners).reduce((sum, runs) => sum + runs, 0)).toBe(job.ticks);
+    expect(formatJobReport(job, 2)).toContain(`(${job.ticks} runs for ${job.ticks} ticks: per tick, the instance whose timer fired first ran it and the others skipped)`);
   }, 30_000);
 });

@@ -145,6 +145,7 @@ describe('@DistributedSemaphore at bootstrap', () => {
     }
     @Injectable()
     class Synchronous {
+      // @ts-expect-error TS1241: the decorator's type takes only methods returning a Promise.
       @DistributedSemaphore('export:#id', { permits: 2 })
       run(id: string): string {
         return id;
@@ -167,7 +168,10 @@ describe('@DistributedSemaphore at bootstrap', () => {
     expect(await messageOf(Synchronous)).toContain('@DistributedSemaphore on Synchronous.run: the method is declared to return String');
     // bootstrap: two LockModules that could serve the provider
     const twoModules = await Test.createTestingModule({
-      imports: [LockModule.forRoot({ redis: 'redis://127.0.0.1:1' }), LockModule.forRoot({ redis: 'redis://127.0.0.1:1', keyPrefix: 'other:' })],
+      imports: [
+        LockModule.forRoot({ redis: 'redis://127.0.0.1:1', isGlobal: false }),
+        LockModule.forRoot({ redis: 'redis://127.0.0.1:1', keyPrefix: 'other:', isGlobal: false }),
+      ],
       providers: [Shared],
     }).compile();
     twoModules.useLogger(false);

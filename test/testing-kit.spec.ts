@@ -315,7 +315,7 @@ describe('testing kit: options', () => {
     }
   });
 
-  it('isGlobal: the services and controls reach modules that do not import it', async () => {
+  describe('global by default, as LockModule is', () => {
     @Injectable()
     class Elsewhere {
       constructor(
@@ -325,15 +325,26 @@ describe('testing kit: options', () => {
     }
     @Module({ providers: [Elsewhere], exports: [Elsewhere] })
     class FeatureModule {}
-    const moduleRef = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ isGlobal: true }), FeatureModule] }).compile();
-    await moduleRef.init();
-    try {
-      const feature = moduleRef.get(Elsewhere);
-      await feature.kit.holdElsewhere('g');
-      expect(await feature.locks.getLock('g').tryLock()).toBe(false);
-    } finally {
-      await moduleRef.close();
-    }
+
+    it.each([
+      ['without isGlobal', {}],
+      ['isGlobal: true', { isGlobal: true }],
+    ])('%s: the services and controls reach modules that do not import it', async (_label, options) => {
+      const moduleRef = await Test.createTestingModule({ imports: [LockTestingModule.forRoot(options), FeatureModule] }).compile();
+      await moduleRef.init();
+      try {
+        const feature = moduleRef.get(Elsewhere);
+        await feature.kit.holdElsewhere('g');
+        expect(await feature.locks.getLock('g').tryLock()).toBe(false);
+      } finally {
+        await moduleRef.close();
+      }
+    });
+
+    it('isGlobal: false keeps them to the modules that import it', async () => {
+      const compile = Test.createTestingModule({ imports: [LockTestingModule.forRoot({ isGlobal: false }), FeatureModule] }).compile();
+      await expect(compile).rejects.toThrow(/Nest can't resolve dependencies of the Elsewhere \(\?, LockTestingControls\)/);
+    });
   });
 
   it('bad options fail at bootstrap with the same errors as LockModule', async () => {

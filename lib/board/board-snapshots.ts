@@ -29,6 +29,7 @@ export interface BoardSnapshot {
   readonly match: string | null;
   readonly walk: {
     readonly complete: boolean;
+    /** Keys this refresh walked: every key in Redis (as DBSIZE counts them) when the walk is complete. */
     readonly keysScanned: number;
     readonly locksInspected: number;
     readonly truncated: boolean;

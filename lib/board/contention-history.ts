@@ -66,7 +66,7 @@ export class ContentionHistory {
         // First sight of an instance: its counters are history before the board looked (totals only).
         if (!before || !fresh) continue;
         const was = before.get(name);
-        const restarted = was && (now.waits < was.waits || now.waitMs < was.waitMs);
+        const restarted = was && (now.waits < was.waits || now.waitMs < was.waitMs || now.skips < was.skips);
         const delta = !was || restarted ? now : { waits: now.waits - was.waits, waitMs: now.waitMs - was.waitMs, timeouts: now.timeouts - was.timeouts, skips: now.skips - was.skips };
         if (delta.waits === 0 && delta.timeouts === 0 && delta.skips === 0) continue;
         add(increase.get(name) ?? increase.set(name, zero()).get(name)!, delta);
@@ -84,11 +84,12 @@ export class ContentionHistory {
     if (this.points.length > MAX_POINTS) this.points.shift();
   }
 
-  /** The names with any contention, the most waits first, that `filter` matches (within the budget). */
+  /** The names with any contention (waits or skips), the most first, that `filter` matches (within the budget). */
   view(filter: BoardFilter | undefined, budget: MatchBudget): BoardContention[] {
+    const busy = (totals: ContentionCounters) => totals.waits + totals.skips;
     const names = [...this.names.values()]
-      .filter((entry) => entry.totals.waits > 0 && (!filter || filter.verdict(entry, budget) === true))
-      .sort((a, b) => b.totals.waits - a.totals.waits || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .filter((entry) => busy(entry.totals) > 0 && (!filter || filter.verdict(entry, budget) === true))
+      .sort((a, b) => busy(b.totals) - busy(a.totals) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
       .slice(0, MAX_NAMES_SHOWN);
     return names.map(({ name, totals }) => ({
       name,

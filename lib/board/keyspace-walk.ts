@@ -36,7 +36,10 @@ export interface WalkView {
 export interface WalkResult {
   /** Per filter text (null: no filter), what it shows. */
   readonly views: ReadonlyMap<string | null, WalkView>;
-  /** Keys SCAN looked at this refresh (at most the budget). */
+  /**
+   * Keys SCAN walked this refresh: the keys in Redis (DBSIZE) when that is fewer than the COUNT it
+   * asked for (a small keyspace is walked whole), else that count (at most the budget).
+   */
   readonly keysScanned: number;
   /** Inspect calls made this refresh (at most `locksPerRefresh`). */
   readonly inspections: number;
@@ -113,11 +116,13 @@ export class KeyspaceWalk {
       this.restartPass(masters.length);
       this.foreign = new Set();
     }
-    const keyspaceSize = complete ? undefined : await this.keyspaceSize(masters);
+    // SCAN's COUNT is how many keys it may look at, not how many there are: 1,000 asked of 13 keys walks 13.
+    const size = await this.keyspaceSize(masters);
+    const keysScanned = size === undefined ? scanned : Math.min(scanned, size);
     const known = this.known();
     const { inspected, inspections } = await this.inspectKnown(known, filters, budget);
     const views = await this.views(known, inspected, filters, budget);
-    return { views, keysScanned: scanned, inspections, complete, keyspaceSize, namesFull: this.dropped };
+    return { views, keysScanned, inspections, complete, keyspaceSize: complete ? undefined : size, namesFull: this.dropped };
   }
 
   private restartPass(masters: number): void {

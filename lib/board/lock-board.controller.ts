@@ -68,9 +68,33 @@ export function isSameOriginBoardRequest(request: BoardRequest): boolean {
 }
 
 /**
- * The board's routes at `path` (docs/lock-board.md): a Nest controller, so the app's global
- * prefix, guards and interceptors apply, on Express and Fastify alike. Made per path, because a
- * controller's route is fixed when its class is defined.
+ * The board's script and stylesheet at `path`: the package's own files, the same for every visitor
+ * and carrying no lock data, so the board's guard does not run on them (a browser loads them with
+ * `<script>` and `<link>`, which carry no `Authorization` header). The page and its data API stay
+ * behind the guard. The app's global guards still apply, as to any controller.
+ */
+export function boardAssetsControllerAt(path: string): Type<unknown> {
+  @Controller(path)
+  class LockBoardAssetsController {
+    @Get('board.js')
+    @BoardResponse('text/javascript; charset=utf-8')
+    script(): string {
+      return boardScript();
+    }
+
+    @Get('board.css')
+    @BoardResponse('text/css; charset=utf-8')
+    stylesheet(): string {
+      return boardStylesheet();
+    }
+  }
+  return LockBoardAssetsController;
+}
+
+/**
+ * The board's page and data API at `path` (docs/lock-board.md), behind its guard: a Nest controller,
+ * so the app's global prefix, guards and interceptors apply, on Express and Fastify alike. Made per
+ * path, because a controller's route is fixed when its class is defined.
  */
 export function boardControllerAt(path: string): Type<unknown> {
   @Controller(path)
@@ -87,18 +111,6 @@ export function boardControllerAt(path: string): Type<unknown> {
     @BoardResponse('text/html; charset=utf-8')
     page(@Req() request: BoardRequest): string {
       return boardPage(request.originalUrl ?? request.url ?? '', this.boardPath);
-    }
-
-    @Get('board.js')
-    @BoardResponse('text/javascript; charset=utf-8')
-    script(): string {
-      return boardScript();
-    }
-
-    @Get('board.css')
-    @BoardResponse('text/css; charset=utf-8')
-    stylesheet(): string {
-      return boardStylesheet();
     }
 
     @Get('api/snapshot')

@@ -17,8 +17,9 @@ export function isLoopbackHost(host: string | undefined): boolean {
 }
 
 /**
- * The board's own guard on every route: it runs the guard the options name (after the app's global
- * guards, which apply as to any controller). A guard class is resolved when the module starts, from
+ * The board's own guard on its page and API (not on its script and stylesheet, which carry no
+ * data): it runs the guard the options name (after the app's global guards, which apply as to any
+ * controller). A guard class is resolved when the module starts, from
  * the app's providers or created with the module's injector, so a guard that injects services works
  * and a guard that cannot be built fails the start, not the first request. With `guard: false` it
  * lets in only requests to a loopback name (`isLoopbackHost`): local development, never DNS rebinding.

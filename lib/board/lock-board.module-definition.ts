@@ -1,6 +1,6 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { LockBoardExtras, LockBoardOptions } from './lock-board.options';
-import { boardControllerAt } from './lock-board.controller';
+import { boardAssetsControllerAt, boardControllerAt } from './lock-board.controller';
 import { resolveBoardPath } from './lock-board.options';
 import { BOARD_PATH } from './lock-board.tokens';
 
@@ -18,7 +18,7 @@ export const {
     const path = resolveBoardPath(extras.path);
     return {
       ...definition,
-      controllers: [boardControllerAt(path)],
+      controllers: [boardControllerAt(path), boardAssetsControllerAt(path)],
       providers: [...(definition.providers ?? []), { provide: BOARD_PATH, useValue: path }],
     };
   })

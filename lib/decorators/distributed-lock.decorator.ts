@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { DECORATOR_NOT_A_METHOD, DECORATOR_ON_STATIC, DECORATOR_STACKED } from '../lock.messages';
-import type { DistributedLockOptions, LockKey, ModeLockOptions } from './distributed-lock.options';
+import type { DistributedLockOptions, LockedMethodDecorator, LockKey, ModeLockOptions } from './distributed-lock.options';
 import { bindingOf } from './lock-bindings';
 import { LockedMethod } from './locked-method';
 import { lockContextParameter } from './lock-context.decorator';
@@ -22,8 +22,8 @@ export function lockedMethodOf(method: unknown): LockedMethod | undefined {
  * `waitTime` throws `LockTimeoutError` (423 Locked in an HTTP request) and the method does not run.
  * Problems with the key or options fail the application's bootstrap.
  */
-export function DistributedLock(key: LockKey, options?: DistributedLockOptions): MethodDecorator {
-  return (target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor) => {
+export function DistributedLock(key: LockKey, options?: DistributedLockOptions): LockedMethodDecorator {
+  return <T extends (...args: any[]) => Promise<unknown>>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>) => {
     const method = `${typeof target === 'function' ? target.name : target.constructor.name}.${String(propertyKey)}`;
     if (typeof target === 'function') throw new TypeError(DECORATOR_ON_STATIC(method));
     const original: unknown = descriptor.value;
@@ -31,22 +31,22 @@ export function DistributedLock(key: LockKey, options?: DistributedLockOptions):
     const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
     const stacked = lockedMethodOf(original) ? new TypeError(DECORATOR_STACKED(method)) : undefined;
     const locked = new LockedMethod(method, key, options, original, returnType, stacked);
-    descriptor.value = lockedWrapper(original, locked, lockContextParameter(target, propertyKey));
+    descriptor.value = lockedWrapper(original, locked, lockContextParameter(target, propertyKey)) as T;
   };
 }
 
 /** `@DistributedLock(key, { ...options, mode: 'fair' })`: waiters get the lock in the order they asked. */
-export function FairLock(key: LockKey, options?: ModeLockOptions): MethodDecorator {
+export function FairLock(key: LockKey, options?: ModeLockOptions): LockedMethodDecorator {
   return DistributedLock(key, { ...options, mode: 'fair' });
 }
 
 /** `@DistributedLock(key, { ...options, mode: 'read' })`: shared with other readers, excluded by a writer. */
-export function ReadLock(key: LockKey, options?: ModeLockOptions): MethodDecorator {
+export function ReadLock(key: LockKey, options?: ModeLockOptions): LockedMethodDecorator {
   return DistributedLock(key, { ...options, mode: 'read' });
 }
 
 /** `@DistributedLock(key, { ...options, mode: 'write' })`: excludes readers and other writers. */
-export function WriteLock(key: LockKey, options?: ModeLockOptions): MethodDecorator {
+export function WriteLock(key: LockKey, options?: ModeLockOptions): LockedMethodDecorator {
   return DistributedLock(key, { ...options, mode: 'write' });
 }
 

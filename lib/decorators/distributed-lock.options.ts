@@ -21,7 +21,9 @@ export interface DistributedLockOptions {
   /**
    * Not acquired within `waitTime` (default 0 with this option): the method does not run and its
    * call resolves `undefined`, logged at debug level only (a `@Cron` job every replica schedules).
-   * Redis being unreachable still rejects with `LockUnavailableError`.
+   * Redis being unreachable still rejects with `LockUnavailableError`. Refused at bootstrap on an
+   * HTTP route, an RPC `@MessagePattern` handler and a GraphQL resolver, whose caller would get an
+   * empty success: give those `waitTime: 0` (a busy lock answers 423 at once).
    */
   skipIfLocked?: boolean;
   /**
@@ -35,3 +37,18 @@ export interface DistributedLockOptions {
 
 /** Options of the sugar decorators, whose mode is in their name. */
 export type ModeLockOptions = Omit<DistributedLockOptions, 'mode'>;
+
+/**
+ * What `@DistributedLock` and its kin return: a method decorator for methods that return a Promise
+ * (a locked method waits for its lock, so it always returns one). A method declared to return
+ * anything else (`string`, `void`, an `Observable`) does not compile:
+ * `Argument of type 'TypedPropertyDescriptor<(id: string) => string>' is not assignable to ...`.
+ * Bootstrap refuses it too, for JavaScript callers.
+ *
+ * @typeParam T - the decorated method's type, which must return a Promise.
+ */
+export type LockedMethodDecorator = <T extends (...args: any[]) => Promise<unknown>>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<T>,
+) => void;

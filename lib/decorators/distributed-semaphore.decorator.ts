@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { DECORATOR_NOT_A_METHOD, DECORATOR_ON_STATIC, DECORATOR_STACKED } from '../lock.messages';
 import { lockedMethodOf, lockedWrapper } from './distributed-lock.decorator';
-import type { LockKey } from './distributed-lock.options';
+import type { LockedMethodDecorator, LockKey } from './distributed-lock.options';
 import { lockContextParameter } from './lock-context.decorator';
 import { DistributedSemaphoreOptions, SemaphoreMethod } from './semaphore-method';
 
@@ -14,8 +14,8 @@ import { DistributedSemaphoreOptions, SemaphoreMethod } from './semaphore-method
  * `LockTimeoutError` (423 in HTTP) without running, and a bad key or option fails the bootstrap.
  * Not reentrant: a nested call on the same key takes more permits.
  */
-export function DistributedSemaphore(key: LockKey, options: DistributedSemaphoreOptions): MethodDecorator {
-  return (target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor) => {
+export function DistributedSemaphore(key: LockKey, options: DistributedSemaphoreOptions): LockedMethodDecorator {
+  return <T extends (...args: any[]) => Promise<unknown>>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>) => {
     const method = `${typeof target === 'function' ? target.name : target.constructor.name}.${String(propertyKey)}`;
     if (typeof target === 'function') throw new TypeError(DECORATOR_ON_STATIC(method, '@DistributedSemaphore'));
     const original: unknown = descriptor.value;
@@ -23,6 +23,6 @@ export function DistributedSemaphore(key: LockKey, options: DistributedSemaphore
     const returnType: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
     const stacked = lockedMethodOf(original) ? new TypeError(DECORATOR_STACKED(method, '@DistributedSemaphore')) : undefined;
     const semaphore = new SemaphoreMethod(method, key, options, original, returnType, stacked);
-    descriptor.value = lockedWrapper(original, semaphore, lockContextParameter(target, propertyKey));
+    descriptor.value = lockedWrapper(original, semaphore, lockContextParameter(target, propertyKey)) as T;
   };
 }

@@ -6,10 +6,12 @@ import {
   KEY_TEMPLATE_TOO_LONG,
   quoteName,
   KEY_TEMPLATE_SYNTAX,
+  KEY_TEMPLATE_DID_YOU_MEAN,
   KEY_TEMPLATE_UNKNOWN_PARAMETER,
   KEY_TEMPLATE_UNKNOWN_POSITION,
 } from '../lock.messages';
 import type { DeclaredParameter } from './parameter-names';
+import { closestName } from './closest-name';
 
 /** One step after a placeholder's root: `.name`, `[0]` or `['key']`. */
 export type PathStep = { readonly property: string } | { readonly index: number };
@@ -208,10 +210,16 @@ function argumentReader(
   if (!parameters) throw new KeyTemplateError(KEY_TEMPLATE_NAMES_UNREADABLE(method, template, root, decorator));
   const known = parameters.map((parameter, i) => (parameter.name ? `${parameter.rest ? '...' : ''}${parameter.name}` : `#${i} (destructured)`));
   const names = parameters.flatMap((parameter) => (parameter.name ? [parameter.name] : []));
-  // Minifiers rename parameters to one or two characters (`e`, `t`, `n`...): say so, and what survives.
-  const looksMinified = names.length > 0 && names.every((name) => name.length <= 2);
-  throw new KeyTemplateError(KEY_TEMPLATE_UNKNOWN_PARAMETER(method, template, root, known.join(', ') || 'none', looksMinified, decorator));
+  // Minifiers rename parameters to single letters (`e`, `t`, `n`...): say so, and what survives. A
+  // real short name (`id`, `to`) is not a sign of it, and a name close to the one asked is a typo.
+  const looksMinified = names.length > 0 && names.every((name) => name.length === 1);
+  const close = looksMinified ? undefined : closestName(root, names);
+  throw new KeyTemplateError(
+    KEY_TEMPLATE_UNKNOWN_PARAMETER(method, template, root, known.join(', ') || 'none', looksMinified, decorator) +
+      (close ? KEY_TEMPLATE_DID_YOU_MEAN(close) : ''),
+  );
 }
+
 
 function describeStep(step: PathStep): string {
   return 'index' in step ? `[${step.index}]` : `.${step.property}`;

@@ -2,11 +2,12 @@ import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { FairLockService } from '../fair-lock.service';
-import { DECORATOR_AMBIGUOUS_BINDING } from '../lock.messages';
+import { DECORATOR_AMBIGUOUS_BINDING, DECORATOR_SKIP_ON_ANSWERING_HANDLER, SEVERAL_GLOBAL_LOCK_MODULES } from '../lock.messages';
 import { LockService } from '../lock.service';
 import { ReadWriteLockService } from '../read-write-lock.service';
 import { SemaphoreService } from '../semaphores/semaphore.service';
 import { LockEngine } from '../runtime/lock-engine';
+import { answeringHandler } from './answering-handler';
 import { lockedMethodOf } from './distributed-lock.decorator';
 import { LockBinding } from './lock-binding';
 import { bindClass, bindInstance, bindScopedInstance, unbind } from './lock-bindings';
@@ -39,16 +40,17 @@ export class LockExplorer implements OnModuleInit, OnApplicationShutdown {
 
   onModuleInit(): void {
     const engines = this.discovery.getProviders().filter((wrapper) => wrapper.token === LockEngine && wrapper.instance);
+    const global = engines.filter((engine) => engine.host?.isGlobal);
+    if (global.length > 1) throw new Error(SEVERAL_GLOBAL_LOCK_MODULES(global.length));
     const served: Array<{ wrapper: InstanceWrapper; prototype: object; locked: LockedMethod }> = [];
     for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
       const prototype = prototypeOf(wrapper);
       if (!prototype) continue;
-      const lockedMethods = this.scanner
-        .getAllMethodNames(prototype)
-        .map((name) => lockedMethodOf((prototype as Record<string, unknown>)[name]))
-        .filter((locked): locked is LockedMethod => locked !== undefined);
+      const methods = this.scanner.getAllMethodNames(prototype).map((name) => (prototype as Record<string, unknown>)[name] as Function);
+      const lockedMethods = methods.map((method) => lockedMethodOf(method)).filter((locked): locked is LockedMethod => locked !== undefined);
       if (lockedMethods.length === 0 || !this.serves(wrapper, engines, lockedMethods[0])) continue;
       for (const locked of lockedMethods) if (locked.problem) throw locked.problem;
+      for (const method of methods) checkSkipIfLocked(method);
       served.push({ wrapper, prototype, locked: lockedMethods[0] });
     }
     // Bind only once everything is valid: a failed bootstrap leaves nothing recorded.
@@ -61,15 +63,24 @@ export class LockExplorer implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Whether this LockModule serves the instance: the only one in the application, or else the one
-   * its module imports (or belongs to). Several candidates is a configuration error.
+   * Whether this LockModule serves the instance: the only one in the application; else the one its
+   * module belongs to or imports, in the order Nest's injection looks (the module's own imports
+   * first, then the global one, which Nest lists among every module's imports), so a decorated
+   * method uses the LockModule whose LockService its class would be injected. Two imported
+   * `isGlobal: false` ones is a configuration error.
    */
   private serves(wrapper: InstanceWrapper, engines: InstanceWrapper[], locked: LockedMethod): boolean {
     if (engines.length === 1) return engines[0].instance === this.engine;
     const host = wrapper.host;
-    const near = engines.filter((engine) => engine.host && (engine.host === host || host?.imports.has(engine.host)));
-    if (near.length !== 1) throw new Error(DECORATOR_AMBIGUOUS_BINDING(locked.method, near.length || engines.length, locked.decorator));
-    return near[0].instance === this.engine;
+    const hostOf = new Map(engines.filter((engine) => engine.host).map((engine) => [engine.host, engine]));
+    const own = host && hostOf.get(host);
+    if (own) return own.instance === this.engine;
+    const visible = [...(host?.imports ?? [])].map((module) => hostOf.get(module)).filter((engine) => engine !== undefined);
+    const local = visible.filter((engine) => !engine.host?.isGlobal);
+    if (visible.length === 0 || local.length > 1) {
+      throw new Error(DECORATOR_AMBIGUOUS_BINDING(locked.method, local.length || engines.length, locked.decorator));
+    }
+    return visible[0].instance === this.engine;
   }
 
   private bind(wrapper: InstanceWrapper, prototype: object, locked: LockedMethod): void {
@@ -93,4 +104,11 @@ function prototypeOf(wrapper: InstanceWrapper): object | undefined {
   const type = wrapper.metatype;
   if (!wrapper.inject && typeof type === 'function' && type.prototype) return type.prototype as object;
   return undefined;
+}
+
+/** `skipIfLocked` where a caller waits for the answer would answer it "done" for work never done. */
+function checkSkipIfLocked(method: Function): void {
+  const locked = lockedMethodOf(method);
+  const handler = locked?.runOptions.skipIfLocked ? answeringHandler(method) : undefined;
+  if (locked && handler) throw new Error(DECORATOR_SKIP_ON_ANSWERING_HANDLER(locked.method, handler, locked.decorator));
 }

@@ -1,20 +1,20 @@
 /**
  * Per-name contention of this module instance, for the lock board (docs/lock-board.md#contention):
- * how many acquisitions had to wait, their wait time, and how many ended without the lock (timed
- * out, or skipped by `skipIfLocked`). Counted only for an acquisition that missed at least once, so
+ * how many acquisitions had to wait, their wait time, how many of those timed out, and how many
+ * calls skipped the lock (`skipIfLocked`: not waits). Counted only for an acquisition that missed at least once, so
  * an uncontended lock costs nothing here. Cumulative since the instance started, for at most
  * `MAX_NAMES` names (the least recently contended one makes room); the heartbeat writes them (a few
  * KB at most) to a key beside the instance's identity whenever they changed, where the board reads
  * every instance's.
  */
 export interface ContentionCounters {
-  /** Acquisitions that found the lock busy at least once (whatever their outcome). */
+  /** Acquisitions that found the lock busy at least once and waited for it (acquired, timed out or failed; skips are not counted here). */
   waits: number;
   /** Their time from the first attempt to the outcome, in ms. */
   waitMs: number;
-  /** Of them, those that ended without the lock when their wait was up. */
+  /** Of the waits, those that ended without the lock when their wait was up. */
   timeouts: number;
-  /** Of them, those that ended without the lock because they skip when it is held. */
+  /** `skipIfLocked` calls that found the lock busy and did not run: neither waits nor wait time. */
   skips: number;
 }
 
@@ -48,10 +48,12 @@ export class ContentionStats {
       counters = { waits: 0, waitMs: 0, timeouts: 0, skips: 0 };
       if (this.names.size >= MAX_NAMES) this.names.delete(this.names.keys().next().value as string);
     }
-    counters.waits += 1;
-    counters.waitMs += Math.max(0, Math.round(waitMs));
-    if (end === 'timeout') counters.timeouts += 1;
-    else if (end === 'skipped') counters.skips += 1;
+    if (end === 'skipped') counters.skips += 1;
+    else {
+      counters.waits += 1;
+      counters.waitMs += Math.max(0, Math.round(waitMs));
+      if (end === 'timeout') counters.timeouts += 1;
+    }
     this.names.set(name, counters);
     this.changed = true;
   }

@@ -68,30 +68,43 @@ export interface JobSummary {
   once: number;
   missed: number;
   duplicated: number;
-  /** Runs per instance (its port), over the same window and a little around it. */
+  /** Runs of the watched ticks per instance (its port), every instance listed (0: it skipped every one). */
   runners: Record<string, number>;
 }
 
-/** Counts the job's runs per tick over the ticks that lie wholly between `from` and `to` (ms). */
-export function summarizeJob(runsByTick: Record<string, string>, runners: Record<string, string>, from: number, to: number): JobSummary {
-  const summary: JobSummary = { ticks: 0, once: 0, missed: 0, duplicated: 0, runners: {} };
-  for (let second = Math.ceil(from / 1000); (second + 1) * 1000 <= to; second++) {
+/**
+ * Counts the job's runs per tick over the ticks that lie wholly between `from` and `to` (ms), and who
+ * ran them (`runners`: field `<tick>:<port>`), over the same ticks, so the runs add up to the ticks.
+ */
+export function summarizeJob(runsByTick: Record<string, string>, runners: Record<string, string>, from: number, to: number, ports: readonly string[] = []): JobSummary {
+  const summary: JobSummary = { ticks: 0, once: 0, missed: 0, duplicated: 0, runners: Object.fromEntries(ports.map((port) => [port, 0])) };
+  const first = Math.ceil(from / 1000);
+  const last = Math.floor(to / 1000) - 1; // the last tick whose whole second lies before `to`
+  for (let second = first; second <= last; second++) {
     const runs = Number(runsByTick[second] ?? 0);
     summary.ticks += 1;
     if (runs === 1) summary.once += 1;
     else if (runs === 0) summary.missed += 1;
     else summary.duplicated += 1;
   }
-  for (const [port, runs] of Object.entries(runners)) summary.runners[port] = Number(runs);
+  for (const [field, runs] of Object.entries(runners)) {
+    const at = field.indexOf(':');
+    const tick = Number(field.slice(0, at));
+    if (at < 0 || !(tick >= first && tick <= last)) continue;
+    const port = field.slice(at + 1);
+    summary.runners[port] = (summary.runners[port] ?? 0) + Number(runs);
+  }
   return summary;
 }
 
 export function formatJobReport(job: JobSummary, instances: number): string {
+  const runs = Object.values(job.runners).reduce((sum, count) => sum + count, 0);
   const runners = Object.entries(job.runners)
-    .map(([port, runs]) => `${runs} on :${port}`)
+    .map(([port, count]) => `:${port} ran ${count}`)
     .join(', ');
   return [
     `@Cron every second on all ${instances} instances, @DistributedLock skipIfLocked + minHoldTime 500 ms:`,
-    `  ${job.ticks} ticks watched: ${job.once} ran exactly once, ${job.duplicated} more than once, ${job.missed} not at all (runs: ${runners || 'none'})`,
+    `  ${job.ticks} ticks watched, each fired on all ${instances} instances: ${job.once} ran exactly once, ${job.duplicated} more than once, ${job.missed} not at all`,
+    `  who ran them: ${runners || 'nobody'} (${runs} runs for ${job.ticks} ticks: per tick, the instance whose timer fired first ran it and the others skipped)`,
   ].join('\n');
 }

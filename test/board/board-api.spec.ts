@@ -5,6 +5,7 @@ import { FairLockService, LockModule, LockService, ReadWriteLockService, Semapho
 import { LockBoardModule } from '../../lib/board';
 import { KeyspaceWalk } from '../../lib/board/keyspace-walk';
 import { isCrossSite } from '../../lib/board/lock-board.controller';
+import { boardScript, boardStylesheet } from '../../lib/board/board-page';
 import { quoteForLog } from '../../lib/board/lock-board.messages';
 import type { BoardSnapshot } from '../../lib/board';
 import { startRedis, type TestRedis } from '../support/redis-server';
@@ -97,9 +98,15 @@ describe.each<Platform>(['express', 'fastify'])('lock board API (%s)', (platform
     await raw.flushall();
   });
 
-  it('refuses an anonymous request for the page, the assets and the API (the guard runs on every route)', async () => {
-    for (const path of ['', '/board.js', '/board.css', '/api/snapshot']) {
+  it('refuses an anonymous request for the page and the API; serves the script and stylesheet (no data) without the guard', async () => {
+    for (const path of ['', '/api/snapshot']) {
       expect((await get(path, {})).status).toBe(403);
+    }
+    for (const [path, file] of [['/board.js', boardScript()], ['/board.css', boardStylesheet()]]) {
+      const asset = await get(path, {});
+      expect(asset.status).toBe(200);
+      expect(asset.headers.get('content-security-policy')).toContain("script-src 'self'");
+      expect(await asset.text()).toBe(file); // the package's own file, the same for everyone
     }
     expect((await release({ name: 'x', kind: 'reentrant', fencingToken: 1, ownerId: 'a:1' }, { Authorization: '' })).status).toBe(403);
   });
@@ -407,6 +414,29 @@ describe('lock board: the walk within its budget, contention per name', () => {
     }
   });
 
+  it('a complete walk counts the keys in Redis, not the SCAN batch it asked for (13 keys: 13, not 1,000)', async () => {
+    const junk = raw.pipeline();
+    for (let i = 0; i < 10; i++) junk.set(`other:${i}`, 'x');
+    await junk.exec();
+    const { app, url } = await startBoardApp('express', { redis: redis.url }, { refreshMs: 250 });
+    try {
+      const held = app.get(LockService).getLock('small');
+      await held.lock();
+      const before = await raw.dbsize();
+      const view = (await (await fetch(`${url}/api/lock-board/api/snapshot`, { headers: AUTH })).json()) as BoardSnapshot;
+      const after = await raw.dbsize();
+      expect(view.walk.complete).toBe(true);
+      expect(before).toBeLessThan(30);
+      expect(view.walk.keysScanned).toBeGreaterThanOrEqual(Math.min(before, after));
+      expect(view.walk.keysScanned).toBeLessThanOrEqual(Math.max(before, after));
+      expect(view.locks.map((lock) => lock.name)).toEqual(['small']);
+      await held.unlock();
+    } finally {
+      await app.close();
+      await raw.flushall();
+    }
+  });
+
   it('shows at most locksPerRefresh locks, says so, and inspects the names a viewer filters for first', async () => {
     const { app, url } = await startBoardApp('express', { redis: redis.url }, { refreshMs: 250, budget: { locksPerRefresh: 2 } });
     const view = async (match?: string) =>
@@ -434,20 +464,31 @@ describe('lock board: the walk within its budget, contention per name', () => {
     try {
       const holder = board.app.get(LockService).getLock('hot');
       await holder.lock();
-      // The other instance waits and times out twice and skips once.
+      const cron = board.app.get(LockService).getLock('cron');
+      await cron.lock();
+      // The other instance waits and times out twice and skips once (a skip is not a wait).
       const otherLocks = other.get(LockService);
       expect(await otherLocks.getLock('hot').tryLock({ waitTime: 50 })).toBe(false);
       expect(await otherLocks.getLock('hot').tryLock({ waitTime: 50 })).toBe(false);
       expect(await otherLocks.run('hot', () => 'ran', { skipIfLocked: true })).toBeUndefined();
+      // A name only ever skipped (a cron job's other replicas) shows skips, and no wait.
+      expect(await otherLocks.run('cron', () => 'ran', { skipIfLocked: true })).toBeUndefined();
+      expect(await otherLocks.run('cron', () => 'ran', { skipIfLocked: true })).toBeUndefined();
+      let seen: BoardSnapshot['contention'] = [];
       await waitFor(
         async () => {
           const view = (await (await fetch(`${board.url}/api/lock-board/api/snapshot`, { headers: AUTH })).json()) as BoardSnapshot;
+          seen = view.contention;
           const hot = view.contention.find((entry) => entry.name === 'hot');
-          return hot?.totals.waits === 3 && hot.totals.timeouts === 2 && hot.totals.skips === 1 && hot.totals.waitMs >= 100;
+          return hot?.totals.waits === 2 && hot.totals.skips === 1 && view.contention.some((entry) => entry.name === 'cron');
         },
         { what: "the other instance's contention on the board", timeoutMs: 10_000, stepMs: 260 },
       );
+      expect(seen.find((entry) => entry.name === 'hot')?.totals).toMatchObject({ waits: 2, timeouts: 2, skips: 1 });
+      expect(seen.find((entry) => entry.name === 'hot')!.totals.waitMs).toBeGreaterThanOrEqual(100);
+      expect(seen.find((entry) => entry.name === 'cron')?.totals).toEqual({ waits: 0, waitMs: 0, timeouts: 0, skips: 2 });
       await holder.unlock();
+      await cron.unlock();
     } finally {
       await other.close();
       await board.app.close();

@@ -187,8 +187,18 @@ describeInBrowser('lock board page in a browser', () => {
       await expect(holder.textContent()).resolves.toContain('hold count 2');
       await expect(row.getByTestId('fencing-token').textContent()).resolves.toBe(String(first.getFencingToken()));
       await rowNamed(page, 'locks-table', name('other:billing')).waitFor();
-      // The worker shows among the live instances.
-      await page.getByTestId('instances-table').locator('tbody tr', { hasText: 'worker' }).first().waitFor();
+      // The worker shows among the live instances, up for as long as it has run (counting up).
+      const workerRow = page.getByTestId('instances-table').locator('tbody tr', { hasText: 'worker' }).first();
+      await workerRow.waitFor();
+      await expect(page.getByTestId('instances-table').locator('thead').textContent()).resolves.toContain('Up for');
+      const upFor = workerRow.getByTestId('up-for');
+      const upBefore = parseShownDuration(await upFor.textContent());
+      expect(upBefore).toBeGreaterThanOrEqual(0);
+      await waitFor(async () => parseShownDuration(await upFor.textContent()) > upBefore, { what: 'the uptime shown to count up' });
+      // A complete walk counts the keys in Redis (a few here), not the 1,000 SCAN was allowed to look at.
+      const walked = /^Complete: walked all ([\d,]+) keys? in Redis, inspected \d+ locks?\./.exec((await page.getByTestId('walk-status').textContent()) ?? '');
+      expect(walked).not.toBeNull();
+      expect(Number(walked![1].replace(/,/g, ''))).toBeLessThan(1_000);
 
       // The TTL counts down between polls and across them (the lease is fixed: no renewal).
       const ttl = row.getByTestId('ttl');

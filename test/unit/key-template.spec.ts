@@ -112,6 +112,26 @@ describe('compileKeyTemplate', () => {
     expect(() => compile('order:#orderId')).not.toThrow(/minified/);
   });
 
+  it('a typo for a short real name (#orderId for id) names the parameters and the likely one, not minification', () => {
+    const service = { async pay(id: string) { return id; }, async move(from: string, to: string) { return [from, to]; } };
+    const message = (template: string, method: Function, name: string) => {
+      try {
+        compileKeyTemplate(template, declaredParameters(method), name);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      throw new Error('compiled');
+    };
+    expect(message('order:#orderId', service.pay, 'OrdersService.pay')).toBe(
+      '@DistributedLock on OrdersService.pay: key template "order:#orderId" names parameter "orderId", which OrdersService.pay does not have (its parameters: id). Did you mean #id?',
+    );
+    expect(message('stock:#form', service.move, 'Stock.move')).toMatch(/\(its parameters: from, to\)\. Did you mean #from\?$/);
+    expect(message('stock:#ID', service.pay, 'X.pay')).toMatch(/Did you mean #id\?$/);
+    // Nothing close: the parameters only.
+    expect(message('stock:#warehouse', service.move, 'Stock.move')).toMatch(/\(its parameters: from, to\)$/);
+    expect(message('order:#orderId', service.pay, 'OrdersService.pay')).not.toMatch(/minified/);
+  });
+
   it('needs readable names for a named placeholder, but positions work without them', () => {
     expect(() => compileKeyTemplate('#id', undefined, 'X.y')).toThrow(/cannot be read.*minifier.*#0/);
     expect(compileKeyTemplate('#1', undefined, 'X.y')(['a', 'b'])).toBe('b');

@@ -429,13 +429,15 @@
       if (!isNaN(Date.parse(instance.startedAt))) time.dateTime = instance.startedAt;
       started.appendChild(time);
       tr.appendChild(started);
-      var alive = el('td', 'num');
-      if (typeof instance.aliveUntil === 'number' && typeof snapshot.serverTime === 'number') {
-        alive.appendChild(liveDuration(instance.aliveUntil - snapshot.serverTime, -1));
+      // Up for: since the instance started (its own clock then, the server's now), counting up.
+      var up = el('td', 'num');
+      var startedMs = Date.parse(instance.startedAt);
+      if (!isNaN(startedMs) && typeof snapshot.serverTime === 'number') {
+        up.appendChild(liveDuration(Math.max(0, snapshot.serverTime - startedMs), 1, 'up-for'));
       } else {
-        alive.appendChild(el('span', 'muted', '\u2014'));
+        up.appendChild(el('span', 'muted', '\u2014'));
       }
-      tr.appendChild(alive);
+      tr.appendChild(up);
       tbody.appendChild(tr);
     });
     if (snapshot.instancesMore) {
@@ -550,7 +552,8 @@
       }
     } else {
       node.appendChild(document.createTextNode(
-        'Complete: ' + formatCount(walk.keysScanned) + ' keys scanned, ' + formatCount(walk.locksInspected) + ' locks inspected.',
+        'Complete: walked all ' + formatCount(walk.keysScanned) + (walk.keysScanned === 1 ? ' key' : ' keys') + ' in Redis, inspected ' +
+          formatCount(walk.locksInspected) + (walk.locksInspected === 1 ? ' lock.' : ' locks.'),
       ));
     }
     if (snapshot.match) {

@@ -1,4 +1,5 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { cookieValue, SESSION_COOKIE, verifySession } from './admin-session';
 
 /**
  * Whether a `Host` header is a loopback name (`localhost`, `*.localhost`, `127.0.0.1`, `[::1]`, any
@@ -12,9 +13,11 @@ function isLoopbackHost(host: string | undefined): boolean {
 }
 
 /**
- * The sample's stand-in for a real admin guard: lets in requests from this machine to a loopback
- * name only (the sample listens on loopback), or with `Authorization: Bearer <ADMIN_TOKEN>` when that
- * variable is set, and names the user for the lock board's audit line. Use your app's own auth in production.
+ * The sample's stand-in for a real admin guard, naming the user for the lock board's audit line. With
+ * `ADMIN_TOKEN` set: `Authorization: Bearer <ADMIN_TOKEN>` (curl, scripts) or the session cookie that
+ * `POST /admin/session` gives a browser (admin-session.controller.ts), since a browser visiting the
+ * board sends no `Authorization` header. Without it: requests from this machine to a loopback name
+ * only (the sample listens on loopback). Use your app's own auth in production.
  */
 @Injectable()
 export class LocalAdminGuard implements CanActivate {
@@ -26,8 +29,9 @@ export class LocalAdminGuard implements CanActivate {
     }>();
     const token = process.env.ADMIN_TOKEN;
     if (token) {
-      if (request.headers.authorization !== `Bearer ${token}`) return false;
-      request.user = { id: 'admin' };
+      const bearer = request.headers.authorization === `Bearer ${token}`;
+      if (!bearer && !verifySession(token, cookieValue(request.headers.cookie, SESSION_COOKIE), Date.now())) return false;
+      request.user = { id: bearer ? 'admin' : 'admin (browser session)' };
       return true;
     }
     const from = request.socket?.remoteAddress ?? '';

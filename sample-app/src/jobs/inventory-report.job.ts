@@ -6,7 +6,7 @@ import { InjectAppRedis } from '../redis/app-redis.provider';
 
 /** Runs of the report per tick: field = the tick's second (epoch), value = how many instances ran it. */
 export const REPORT_RUNS_KEY = 'sample:jobs:inventory-report:runs';
-/** Which instance ran the report: field = its PORT, value = runs. */
+/** Which instance ran which tick: field = `<tick's second>:<its PORT>`, value = runs (1, unless it ran a tick twice). */
 export const REPORT_RUNNERS_KEY = 'sample:jobs:inventory-report:runners';
 /** The records above are a demo's window, not history: they go after ten idle minutes. */
 const RECORD_TTL_S = 600;
@@ -31,7 +31,7 @@ export class InventoryReportJob {
     await this.redis
       .multi()
       .hincrby(REPORT_RUNS_KEY, tick, 1)
-      .hincrby(REPORT_RUNNERS_KEY, process.env.PORT ?? 'local', 1)
+      .hincrby(REPORT_RUNNERS_KEY, `${tick}:${process.env.PORT ?? 'local'}`, 1)
       .expire(REPORT_RUNS_KEY, RECORD_TTL_S)
       .expire(REPORT_RUNNERS_KEY, RECORD_TTL_S)
       .exec();
