@@ -66,7 +66,8 @@ export class LockService {
     const calls = redisson
       ? new RedissonRedLockCalls(redisson.mapName(name), engine.ids, engine.releaseRecordTtlMs)
       : new NativeRedLockCalls(engine.keys.lock(name), engine.fenceMemoryMs);
-    return new RedLock(engine, masters, name, calls, engine.ownerFor(RedLock.identity(calls.key)));
+    // Bound to the call chain's body when asked, not when made (docs/owners-and-reentry.md#the-owner-model).
+    return lockForChain(engine, RedLock.identity(calls.key), undefined, (owner) => new RedLock(engine, masters, name, calls, owner));
   }
 
   /**
@@ -82,9 +83,9 @@ export class LockService {
   runRedLock<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options?: WaitingRunOptions): Promise<T>;
   runRedLock<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined>;
   runRedLock<T>(name: string, fn: (context: LockRunContext) => T | Promise<T>, options?: RunOptions): Promise<T | undefined> {
-    let lock: RedLock;
+    let lock: OwnedLock;
     try {
-      lock = this.getRedLock(name) as RedLock;
+      lock = this.getRedLock(name) as OwnedLock;
     } catch (error) {
       return Promise.reject(error);
     }

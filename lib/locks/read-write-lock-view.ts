@@ -168,7 +168,12 @@ export class ReadWriteLockView extends BaseLock {
   }
 
   /** @internal Counts a write hold on the owner's shared hold record (a reader waits only for those). */
-  override held(grant: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): boolean {
+  override held(handedOrAnswered: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): boolean {
+    let grant = handedOrAnswered;
+    // A read handed over by a release: its grant message carries the read episode where a write's carries its token (rw-grant-line).
+    if (this.mode === 'read' && grant.readEpisode === undefined && grant.fencingToken !== undefined) {
+      grant = { ...grant, fencingToken: undefined, readEpisode: String(grant.fencingToken) };
+    }
     if (this.mode === 'read') {
       this.endedWriteFound(grant);
       this.endedReadFound(grant);

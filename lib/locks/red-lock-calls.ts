@@ -3,8 +3,11 @@ import { LuaScript } from '../redis/lua-script';
 import type { RedisClient } from '../redis/redis-client';
 import { WAKE_ONE } from '../redis/unlock-subscriber';
 import { forceReleaseToken } from '../validators';
-import { attemptResult } from './attempt-results';
+import { attemptResult, REENTRY_ENDED } from './attempt-results';
 import type { ForceUnlockOptions } from './lock';
+
+/** A re-arm's answer on a master where the owner holds nothing (see `RedLockCalls.acquire`). */
+export const ENDED = 'ended';
 
 /** One question to one master; `RedLockMasters.ask` puts it to all of them. */
 export type MasterQuestion = (client: RedisClient) => Promise<boolean>;
@@ -21,9 +24,10 @@ export interface RedLockCalls {
   readonly fenced: boolean;
   /**
    * A first hold (or, with `reentry`, the re-arm of a hold this process counts) on one master: the
-   * master's token when granted (0 without tokens), false when another owner holds it.
+   * master's token when granted (0 without tokens), false when another owner holds it, `ENDED` when
+   * a re-arm found the owner holding nothing there (the hold ended: never taken as a new one).
    */
-  acquire(client: RedisClient, leaseMs: number, ownerId: string, reentry: boolean): Promise<number | false>;
+  acquire(client: RedisClient, leaseMs: number, ownerId: string, reentry: boolean): Promise<number | false | typeof ENDED>;
   /** Raises a granting master's fence to the RedLock's token (only when `fenced`); true while the owner holds it there. */
   fence(client: RedisClient, token: number, ownerId: string): Promise<boolean>;
   /**
@@ -61,8 +65,10 @@ export class NativeRedLockCalls implements RedLockCalls {
     return [this.key, LockKeys.fence(this.key)];
   }
 
-  async acquire(client: RedisClient, leaseMs: number, ownerId: string): Promise<number | false> {
-    const result = attemptResult(await scripts.acquire.run(client, this.keys, [leaseMs, ownerId, this.fenceMemoryMs]));
+  async acquire(client: RedisClient, leaseMs: number, ownerId: string, reentry: boolean): Promise<number | false | typeof ENDED> {
+    const args = reentry ? [leaseMs, ownerId, this.fenceMemoryMs, 1] : [leaseMs, ownerId, this.fenceMemoryMs];
+    const result = attemptResult(await scripts.acquire.run(client, this.keys, args));
+    if (result === REENTRY_ENDED) return ENDED;
     return typeof result === 'number' ? false : (result.fencingToken ?? 0);
   }
 

@@ -1,6 +1,6 @@
-import { LockError, LockNotHeldError, LockUnavailableError } from '../errors';
+import { LockError, LockNotHeldError, LockUnavailableError, ReentryEndedError } from '../errors';
 import { attemptOver, ownerTraffic, releaseSent, type OwnerTraffic } from './red-lock-traffic';
-import { REDLOCK_NO_MAJORITY } from '../lock.messages';
+import { LOCK_LOST, LOST_REENTRY_ENDED, REDLOCK_NO_MAJORITY } from '../lock.messages';
 import type { HeldLock, HoldTerms } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import type { RedisClient } from '../redis/redis-client';
@@ -14,7 +14,7 @@ import { heldLocksOf, runContextOf } from './owned-lock';
 import type { WaitTarget } from '../deadlocks/wait-node';
 import { leaseDriftMs } from '../runtime/held-locks';
 import { monotonicNow } from '../runtime/monotonic-clock';
-import type { RedLockCalls } from './red-lock-calls';
+import { ENDED, type RedLockCalls } from './red-lock-calls';
 
 /**
  * Waiting for a RedLock retries after a random pause (the Redlock algorithm's jitter, so
@@ -71,8 +71,11 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     return REDLOCK_IDENTITY + masterKey;
   }
 
+  /** The hold this object's last acquisition counted on while current, else the owner's current hold. */
   get hold(): HeldLock | undefined {
-    return this.engine.holds.get(this.lockKey, this.ownerId);
+    const { holds } = this.engine;
+    const last = this.taken[this.taken.length - 1];
+    return last && holds.isCurrent(last) ? last : holds.get(this.lockKey, this.ownerId);
   }
 
   get runName(): string {
@@ -89,8 +92,9 @@ export class RedLock implements OwnedLock, Contender<boolean> {
 
   /** The renewal with `ms` as the lease on every master (a majority must still hold it), in place of the release. */
   async keepHeldFor(ms: number): Promise<void> {
-    const hold = this.hold;
-    if (!hold || hold.holdCount > 1) return this.unlock();
+    const hold = this.taken[this.taken.length - 1];
+    if (!hold || !this.engine.holds.isCurrent(hold) || hold.holdCount > 1) return this.unlock();
+    this.taken.pop();
     // Out of the registry first, as a release: the watchdog must not renew it past `ms` meanwhile.
     this.engine.holds.released(hold);
     // The exact renewal shortens the owner's one key on each master: like a release, it may reach a
@@ -119,9 +123,13 @@ export class RedLock implements OwnedLock, Contender<boolean> {
    */
   async unlock(): Promise<void> {
     const { holds } = this.engine;
-    const hold = holds.get(this.lockKey, this.ownerId);
+    // The hold this object took: one owed to a hold that ended first, else the last. An ended one is
+    // not sent (a release on the masters names no episode): nothing released.
+    const owed = this.taken.findIndex((taken) => !holds.isCurrent(taken));
+    const hold = this.taken.splice(owed >= 0 ? owed : this.taken.length - 1, 1)[0];
+    if (!hold || !holds.isCurrent(hold)) throw new LockNotHeldError(this.name);
     // Out of the registry before the release goes out, so the watchdog cannot renew it meanwhile.
-    if (hold && !holds.released(hold)) return;
+    if (!holds.released(hold)) return;
     const votes = await this.releaseEverywhere();
     if (votes.yes > 0) return;
     if (votes.failed > 0) {
@@ -251,12 +259,15 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     // Until every master is identified: one INFO each first, so one server never votes twice (an
     // unidentified master's vote does not count, see RedLockMasters.ask).
     await this.masters.identify(timeoutMs);
+    let ended = 0;
     const votes = await this.masters.ask(async (client) => {
       const token = await calls.acquire(client, leaseMs, this.ownerId, heldBefore);
-      if (token === false) return false;
+      if (token === ENDED) ended += 1;
+      if (token === false || token === ENDED) return false;
       tokens.set(client, token);
       return true;
     }, timeoutMs);
+    if (heldBefore && ended >= quorum) return this.reentryFoundEnded();
     let granted = votes.yes >= quorum;
     const token = Math.max(0, ...tokens.values());
     if (granted && !heldBefore && calls.fenced) {
@@ -281,6 +292,45 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     return RETRY_DELAY_MS + Math.random() * RETRY_JITTER_MS;
   }
 
+  /**
+   * A re-arm found the owner holding nothing on a majority: the hold this process counts ended there
+   * (deleted, flushed, a master restarted) and is never taken again as a re-entry. Its bodies are
+   * told; a re-entry-only lock (a body's chain asking through it) rejects, so it asks as an owner of
+   * its own; the owner's own object tries again as a new hold after the pause
+   * (docs/owners-and-reentry.md#the-owner-model).
+   */
+  private reentryFoundEnded(): AttemptOutcome {
+    const hold = this.engine.holds.get(this.lockKey, this.ownerId);
+    if (hold) this.reentryEnded(hold);
+    if (this.reenterOnly) throw new ReentryEndedError(this.name);
+    return RETRY_DELAY_MS + Math.random() * RETRY_JITTER_MS;
+  }
+
+  /**
+   * @internal Re-entry only: set on the RedLock a body's call chain re-enters through (see
+   * `ChainBoundLock`); a majority answering that the owner holds nothing rejects with `ReentryEndedError`.
+   */
+  reenterOnly = false;
+
+  /** This object's handles: the hold records its acquisitions counted on, in order (see `HoldHandles`). */
+  private readonly taken: HeldLock[] = [];
+
+  /** @internal Whether one of this object's handles counts on a hold that ended here. */
+  get owesEndedHold(): boolean {
+    const { holds } = this.engine;
+    return this.taken.some((hold) => !holds.isCurrent(hold));
+  }
+
+  /** @internal `hold` ended on a majority: forgotten here, its bodies told. */
+  reentryEnded(hold: HeldLock): void {
+    const { holds, logger } = this.engine;
+    if (!holds.isCurrent(hold)) return;
+    holds.forget(hold);
+    if (hold.aborted) return;
+    hold.lose(LOST_REENTRY_ENDED);
+    logger.warn(LOCK_LOST(this.name, LOST_REENTRY_ENDED));
+  }
+
   /** @internal */
   held(grant: Grant, leaseMs: number, options: LockOptions | undefined, grantSentAt: number): boolean {
     this.attemptOver(this.traffic());
@@ -292,7 +342,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
       releaseOne: () => this.releaseEverywhere(),
       telemetry: this.engine.telemetry?.holdTelemetry(this.kind, this.name, options),
     };
-    this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms);
+    this.taken.push(this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms));
     return true;
   }
 

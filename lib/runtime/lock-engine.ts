@@ -194,11 +194,6 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
     return boundedAttempt(lockName, this.options.commandTimeout, work);
   }
 
-  /** The owner a new lock object takes: the call chain's owner of `lockKey`, else `fallbackOwner`, else a new one. */
-  ownerFor(lockKey: string, fallbackOwner?: string): string {
-    return this.ownerContext.ownerOf(lockKey) ?? fallbackOwner ?? this.ids.nextOwner();
-  }
-
   /** Shutdown began: no new acquisition is granted, running bodies were told (their signals aborted). */
   get shuttingDown(): boolean {
     return this.shutdownStarted;

@@ -83,10 +83,6 @@ export class OwnerContext {
     private readonly site: unknown = undefined,
   ) {}
 
-  ownerOf(lockKey: string): string | undefined {
-    return this.bindingOf(lockKey)?.ownerId;
-  }
-
   /**
    * What a lock object asked for `lockKey` inside this call chain would re-enter: the nearest
    * running body's hold of it, while that hold is current; undefined otherwise (a new owner). The

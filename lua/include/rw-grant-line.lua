@@ -56,10 +56,13 @@ while true do
         redis.call('hset', rwKey, 'mode', 'read')
       end
       -- A first read hold records when it started (see rw-read-acquire.lua), in the same call.
+      -- A read's grant message carries its episode (the owner's since:<owner id>) where a write's carries its token.
       if redis.call('hincrby', rwKey, 'read:' .. entryOwner, 1) == 1 then
         redis.call('hset', rwKey, 'rq:' .. entryOwner, entryRequest, 'handed:rq:' .. entryOwner, entryRequest, 'since:' .. entryOwner, now)
+        grantToken = tostring(now)
       else
         redis.call('hset', rwKey, 'rq:' .. entryOwner, entryRequest, 'handed:rq:' .. entryOwner, entryRequest)
+        grantToken = redis.call('hget', rwKey, 'since:' .. entryOwner) or '0'
       end
     end
     -- GT: never shortens a longer lease the owner may hold already.

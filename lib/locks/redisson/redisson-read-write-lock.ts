@@ -1,4 +1,6 @@
 import type { Lock } from '../lock';
+import type { OwnedLock } from '../owned-lock';
+import { lockForChain } from '../chain-bound-lock';
 import type { ReadWriteLock } from '../read-write-lock';
 import type { LockEngine } from '../../runtime/lock-engine';
 import type { RedissonRuntime } from '../../layouts/redisson-runtime';
@@ -19,12 +21,14 @@ export const readWriteIdentity = (redisKey: string): string => `rw\n${redisKey}`
  * Inside a write hold the owner context names the writer's record (`<owner>:write`): the reader is
  * the same owner without the suffix (owner ids are `<uuid>:<n>`, so the suffix is unambiguous).
  */
-export function redissonReadWriteView(engine: LockEngine, mode: ReadWriteMode, name: string, fallbackOwner: string | undefined): RedissonReadWriteView {
+export function redissonReadWriteView(engine: LockEngine, mode: ReadWriteMode, name: string, fallbackOwner: string | undefined): OwnedLock {
   const redisKey = (engine.redisson as RedissonRuntime).mapName(name);
   const identity = readWriteIdentity(redisKey);
-  let owner = engine.ownerFor(identity, fallbackOwner);
-  if (owner.endsWith(WRITER_SUFFIX)) owner = owner.slice(0, -WRITER_SUFFIX.length);
-  return mode === 'read' ? new RedissonReadLock(engine, name, identity, owner, redisKey) : new RedissonWriteLock(engine, name, identity, owner, redisKey);
+  // Bound to the call chain's body when asked, not when made (docs/owners-and-reentry.md#the-owner-model).
+  return lockForChain(engine, identity, fallbackOwner, (chainOwner): RedissonReadWriteView => {
+    const owner = chainOwner.endsWith(WRITER_SUFFIX) ? chainOwner.slice(0, -WRITER_SUFFIX.length) : chainOwner;
+    return mode === 'read' ? new RedissonReadLock(engine, name, identity, owner, redisKey) : new RedissonWriteLock(engine, name, identity, owner, redisKey);
+  });
 }
 
 /**
@@ -32,16 +36,18 @@ export function redissonReadWriteView(engine: LockEngine, mode: ReadWriteMode, n
  * views share one owner, so write-then-read downgrades and read-then-write is a `LockUpgradeError`.
  */
 export class RedissonReadWriteLock implements ReadWriteLock {
-  private readonly read: RedissonReadWriteView;
-  private readonly write: RedissonReadWriteView;
+  private readonly read: OwnedLock;
+  private readonly write: OwnedLock;
 
   constructor(
     engine: LockEngine,
     /** The lock's name, shared by its read and write views. */
     readonly name: string,
   ) {
-    this.read = redissonReadWriteView(engine, 'read', name, undefined);
-    this.write = redissonReadWriteView(engine, 'write', name, this.read.ownerId);
+    // Both views share this object's own owner (and, inside a body that holds the lock, re-enter it).
+    const owner = engine.ids.nextOwner();
+    this.read = redissonReadWriteView(engine, 'read', name, owner);
+    this.write = redissonReadWriteView(engine, 'write', name, owner);
   }
 
   readLock(): Lock {

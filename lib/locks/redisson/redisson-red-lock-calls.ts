@@ -4,7 +4,7 @@ import { LuaScript } from '../../redis/lua-script';
 import type { RedisClient } from '../../redis/redis-client';
 import type { OwnerIds } from '../../runtime/owner-ids';
 import type { ForceUnlockOptions } from '../lock';
-import type { MasterQuestion, RedLockCalls } from '../red-lock-calls';
+import { ENDED, type MasterQuestion, type RedLockCalls } from '../red-lock-calls';
 
 const scripts = {
   acquire: LuaScript.named('redisson-lock-acquire'),
@@ -44,8 +44,9 @@ export class RedissonRedLockCalls implements RedLockCalls {
     return RedissonNames.lockChannel(this.key);
   }
 
-  async acquire(client: RedisClient, leaseMs: number, ownerId: string, reentry: boolean): Promise<number | false> {
-    if (reentry) return (await this.renew(client, leaseMs, ownerId, false)) ? 0 : false;
+  async acquire(client: RedisClient, leaseMs: number, ownerId: string, reentry: boolean): Promise<number | false | typeof ENDED> {
+    // A re-arm where the owner holds nothing: its hold ended there (never taken as a new one).
+    if (reentry) return (await this.renew(client, leaseMs, ownerId, false)) ? 0 : ENDED;
     // A reply {count} is a grant (count > 1 only when an earlier hold's release never reached this
     // master: the release takes every count); a number is the TTL of another owner's hold.
     const reply = await scripts.acquire.run(client, [this.key, RedissonNames.fenceToken(this.key)], [leaseMs, ownerId, 0]);
