@@ -78,6 +78,18 @@ export class OwnerModelLedger {
     }
   }
 
+  /** FC_VISITS=1: the schedule's visits in order of entry (who, where, in, out, told), its losses and faults, to read a finding's timeline. */
+  timeline(stalled: ReadonlyArray<{ from: number }>): string {
+    if (!process.env.FC_VISITS) return '';
+    const at = (t?: number) => (t === undefined ? '-' : this.witness.at(t));
+    const visits = [...this.witness.visits]
+      .sort((a, b) => a.enteredAt - b.enteredAt)
+      .map((v) => `${v.who} ${v.resources.join(',')} ${v.mode} in ${at(v.enteredAt)} out ${at(v.exitedAt)} told ${at(v.abortedAt)}`);
+    const losses = this.losses.map((l) => `loss by ${l.performer} of ${l.resources?.join(',') ?? 'everything'} ${at(l.from)}..${at(l.to)}`);
+    const faults = [...this.faults, ...stalled.map(({ from }) => from)].sort((a, b) => a - b).map((f) => `fault ${at(f)}`);
+    return `\nvisits:\n${[...visits, ...losses, ...faults].join('\n')}`;
+  }
+
   /** A line of the second witness ("asked at +Nms") a FLUSHALL explains: the body's grant was wiped in flight. */
   excuses(notGranted: string): boolean {
     const match = /asked at \+(-?\d+)ms/.exec(notGranted);
@@ -85,14 +97,4 @@ export class OwnerModelLedger {
     const at = Number(match[1]) + this.witness.origin;
     return this.losses.some((loss) => !loss.resources && at >= loss.from - 1 && at <= loss.to + FLUSH_GRACE_MS);
   }
-}
-
-/** FC_VISITS=1: every visit of a failed schedule, in order of entry (who, where, in, out, told), to read a finding's timeline. */
-export function visitLines(witness: HoldWitness): string {
-  if (!process.env.FC_VISITS) return '';
-  const at = (t?: number) => (t === undefined ? '-' : witness.at(t));
-  const lines = [...witness.visits]
-    .sort((a, b) => a.enteredAt - b.enteredAt)
-    .map((v) => `${v.who} ${v.resources.join(',')} ${v.mode} in ${at(v.enteredAt)} out ${at(v.exitedAt)} told ${at(v.abortedAt)}`);
-  return `\nvisits:\n${lines.join('\n')}`;
 }

@@ -23,7 +23,6 @@ import { holdSignal, LayoutKinds, reentryKind, type Body, type Layout } from './
 import { LayoutAudit } from './layout-audit';
 import { LeftBehind } from './left-behind';
 import { OwnerModelOps } from './owner-model-ops';
-import { visitLines } from './owner-model-witness';
 import { describeSchedule, INSTANCES, NAMES, type AttemptStallOp, type FaultOp, type JobOp, type RestartOp, type Schedule, type TwiceOp } from './schedule';
 
 export const WATCHDOG = 900; // renewed every 300 ms
@@ -278,7 +277,7 @@ export async function runSchedule(env: RandomizedEnv, schedule: Schedule): Promi
     trace('checked');
     // Closing goes faster without the delay (every body has ended).
     await relay?.setDelay(0);
-    if (broken.length > 0) throw new Error(`${broken.join('\n')}\nschedule:\n${describeSchedule(schedule)}${visitLines(witness)}`);
+    if (broken.length > 0) throw new Error(`${broken.join('\n')}\nschedule:\n${describeSchedule(schedule)}${ownerModel.ledger.timeline(stalled)}`);
   } finally {
     for (const timer of timers) clearTimeout(timer);
     for (const stall of stalls) stall.disarm();
