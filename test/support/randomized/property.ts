@@ -79,8 +79,9 @@ export function describeRandomizedHoldModel({ layout, spec, defaultRuns, runsVar
           return runSchedule(env, schedule).catch((error: unknown) => {
             if (!KEEP_GOING) throw error;
             const lines = String(error instanceof Error ? error.message : error).split('\n');
-            const overlaps = lines.filter((line) => line.startsWith('overlap')).length;
-            found.push(`path ${at}: ${overlaps} overlap(s); ${lines[0]}`);
+            const count = (kind: string) => lines.filter((line) => line.startsWith(kind)).length;
+            const counts = ['overlap', 'not granted', 'unexpected', 'still held', 'did not settle', 'key without TTL'].map((k) => `${count(k)} ${k}`);
+            found.push(`path ${at}: ${counts.join(', ')}; ${lines[0]}`);
           });
         };
         const check = () =>
