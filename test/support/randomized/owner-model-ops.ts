@@ -33,6 +33,8 @@ export interface OwnerModelContext {
   relayedInstance?: number;
   /** A child process holds locks too: FLUSHALL would end its holds unseen, so losses are DELs then. */
   hasChild: boolean;
+  /** When this process's event loop stood still (the schedule's record, filled as it runs). */
+  stalled: ReadonlyArray<{ from: number }>;
 }
 
 /** What a body's grants are decided by (owner-model-witness.ts). */
@@ -54,7 +56,7 @@ export class OwnerModelOps {
   private unfired = 0;
 
   constructor(private readonly ctx: OwnerModelContext) {
-    this.ledger = new OwnerModelLedger(ctx.witness);
+    this.ledger = new OwnerModelLedger(ctx.witness, ctx.stalled);
   }
 
   run(op: OwnerOp, index: number): Promise<void> {
@@ -132,7 +134,7 @@ export class OwnerModelOps {
     let aLeft = false;
     const lossAt = sleep(op.lossAt).then(async () => {
       // Between A's lock() and unlock(), while A believes it holds (no fault since it asked).
-      if (aLeft || flowA.told.aborted || this.ledger.faults.some((at) => at >= asked)) return;
+      if (aLeft || flowA.told.aborted || this.ledger.faultSince(asked)) return;
       await this.lose(op.lossHow, op.kind, op.name, op.instance, who);
     });
     const flowB = sleep(op.bAt).then(async () => {
@@ -206,7 +208,8 @@ export class OwnerModelOps {
     const { kinds, witness } = this.ctx;
     const { resources, mode } = kinds.resourcesOf(op.kind, op.name);
     const told = new AbortController();
-    bodySignal?.addEventListener('abort', () => told.abort(), { once: true });
+    if (bodySignal?.aborted) told.abort();
+    else bodySignal?.addEventListener('abort', () => told.abort(), { once: true });
     const leaseMs = leaseTime ?? (this.ctx.relayedInstance === op.instance ? this.ctx.watchdogMs : undefined);
     const leaseEnd = leaseMs === undefined ? undefined : setTimeout(() => told.abort(), Math.max(0, asked + leaseMs - leaseDriftMs(leaseMs) - witness.now()));
     const visit = witness.enter(holder, resources, told.signal, mode);

@@ -55,11 +55,25 @@ export class OwnerModelLedger {
   /** Holds taken through `lock()`/`tryLock()`: no signal of their own. */
   readonly objectVisits = new Set<Visit>();
 
-  constructor(private readonly witness: HoldWitness) {}
+  constructor(
+    private readonly witness: HoldWitness,
+    /** When this process's event loop stood still (the schedule's record, filled as it runs). */
+    private readonly stalled: ReadonlyArray<{ from: number }>,
+  ) {}
 
-  /** Applies the header's rules to the witness's visits, once every body ended (`stalled`: this event loop's stalls). */
-  settle(stalled: ReadonlyArray<{ from: number }>): void {
-    const faults = [...this.faults, ...stalled.map(({ from }) => from)];
+  /** Every fault's start, this event loop's stalls included. */
+  private faultStarts(): number[] {
+    return [...this.faults, ...this.stalled.map(({ from }) => from)].sort((a, b) => a - b);
+  }
+
+  /** Whether a fault began at or after `at`. */
+  faultSince(at: number): boolean {
+    return this.faultStarts().some((start) => start >= at);
+  }
+
+  /** Applies the header's rules to the witness's visits, once every body ended. */
+  settle(): void {
+    const faults = this.faultStarts();
     for (const visit of this.witness.visits) {
       const out = visit.exitedAt ?? Infinity;
       const ends: number[] = [];
@@ -79,14 +93,14 @@ export class OwnerModelLedger {
   }
 
   /** FC_VISITS=1: the schedule's visits in order of entry (who, where, in, out, told), its losses and faults, to read a finding's timeline. */
-  timeline(stalled: ReadonlyArray<{ from: number }>): string {
+  timeline(): string {
     if (!process.env.FC_VISITS) return '';
     const at = (t?: number) => (t === undefined ? '-' : this.witness.at(t));
     const visits = [...this.witness.visits]
       .sort((a, b) => a.enteredAt - b.enteredAt)
       .map((v) => `${v.who} ${v.resources.join(',')} ${v.mode} in ${at(v.enteredAt)} out ${at(v.exitedAt)} told ${at(v.abortedAt)}`);
     const losses = this.losses.map((l) => `loss by ${l.performer} of ${l.resources?.join(',') ?? 'everything'} ${at(l.from)}..${at(l.to)}`);
-    const faults = [...this.faults, ...stalled.map(({ from }) => from)].sort((a, b) => a - b).map((f) => `fault ${at(f)}`);
+    const faults = this.faultStarts().map((f) => `fault ${at(f)}`);
     return `\nvisits:\n${[...visits, ...losses, ...faults].join('\n')}`;
   }
 

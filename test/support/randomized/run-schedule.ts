@@ -101,7 +101,11 @@ export async function runSchedule(env: RandomizedEnv, schedule: Schedule): Promi
     stalled.push({ from, to: performance.now() });
   };
   const leftBehind = new LeftBehind(kinds, witness, timers, unexpected);
-  const ownerModel = new OwnerModelOps({ kinds, witness, raw, instances, timers, unexpected, watchdogMs: WATCHDOG, relayedInstance: schedule.relay?.instance, hasChild: child !== undefined });
+  // The owner model's ops (issue 41): owner-model-ops.ts; who holds and what counts as told: owner-model-witness.ts.
+  const ownerModel = new OwnerModelOps({
+    kinds, witness, raw, instances, timers, unexpected, stalled,
+    watchdogMs: WATCHDOG, relayedInstance: schedule.relay?.instance, hasChild: child !== undefined,
+  });
   const expected = (error: unknown) => error instanceof LockError;
 
   const job = async (op: JobOp, index: number): Promise<void> => {
@@ -251,7 +255,7 @@ export async function runSchedule(env: RandomizedEnv, schedule: Schedule): Promi
     clearTimeout(bound);
     trace('settled');
     redis.resume();
-    ownerModel.ledger.settle(stalled);
+    ownerModel.ledger.settle();
     const broken: string[] = [...pending].map((index) => `did not settle within ${SETTLE_BOUND_MS} ms: ${typeof index === 'number' ? `#${index}` : index}`);
     broken.push(...witness.violations().map((v) => `overlap: ${v}`));
     broken.push(...notGranted.filter((v) => !ownerModel.ledger.excuses(v)).map((v) => `not granted: ${v}`));
@@ -277,7 +281,7 @@ export async function runSchedule(env: RandomizedEnv, schedule: Schedule): Promi
     trace('checked');
     // Closing goes faster without the delay (every body has ended).
     await relay?.setDelay(0);
-    if (broken.length > 0) throw new Error(`${broken.join('\n')}\nschedule:\n${describeSchedule(schedule)}${ownerModel.ledger.timeline(stalled)}`);
+    if (broken.length > 0) throw new Error(`${broken.join('\n')}\nschedule:\n${describeSchedule(schedule)}${ownerModel.ledger.timeline()}`);
   } finally {
     for (const timer of timers) clearTimeout(timer);
     for (const stall of stalls) stall.disarm();
