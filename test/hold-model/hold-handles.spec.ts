@@ -17,7 +17,9 @@ import { aborted, FAIR, loseHold, PLAIN, settled, startApps, WRITE, type HandleK
  *
  * Semantics assumed (the fix's, DESIGN §24): a release ends exactly the handle it names; a release of
  * an ended episode rejects `LockNotHeldError` (a run only logs it) and releases nothing; after a loss,
- * the unlocks owed to the lost episode settle first.
+ * the unlocks owed to the lost episode settle first (the first `unlock()` after B's `lock()` is A's);
+ * an object asking after its body's hold ended is an owner of its own. A loss "noticed by a renewal"
+ * is waited for through `getFencingToken()`, which reports no token once this process forgot the hold.
  */
 const LOSSES: ReadonlyArray<{ loss: Loss; title: string }> = [
   // The run's module learns of it at a renewal, which the test waits for (the signal aborts).

@@ -30,6 +30,21 @@
  *   counts as aborted then (a frozen process cannot be told; that is the fencing token's case);
  * - two acquisitions at once on one lock object ("twice": getLock, two tryLock at once, two unlocks).
  *
+ * The owner model's ingredients (issue 41, DESIGN §24; test/support/randomized/owner-model-schedule.ts,
+ * 0-2 ops a schedule, drawn after the ops above so a seed draws those as before):
+ * - lock objects made inside bodies and used by continuations after the body ended ("body-objects");
+ * - sibling continuations on one object: one re-entered during the body and still inside after it,
+ *   another asking after the body ended ("siblings");
+ * - nested runs the body does not await ("unawaited-nested");
+ * - holds lost mid-body (keys deleted, force-released by the other instance, FLUSHALL), the body told
+ *   or not yet, then re-entry through its bound objects or a nested run ("loss-mid-body"; one way
+ *   left out: loss-del, loss-force, loss-flushall);
+ * - two flows on one lock object with a loss between the first's lock() and unlock() ("flows");
+ * - the other instance contending around and after those.
+ * A replica promotion is not drawn (one redis-server per run; a Sentinel group per schedule costs seconds).
+ * Who holds what they take, and what counts as "told" for a hold taken through lock() (it has no
+ * signal of its own): test/support/randomized/owner-model-witness.ts.
+ *
  * The machinery lives in test/support/randomized/ (test/hold-model/randomized-redisson.spec.ts runs the
  * same schedules in layout 'redisson').
  *
@@ -42,7 +57,12 @@
  * Shrink a failure to a smaller schedule (slow: every step replays real timing): add FC_SHRINK=1.
  * Look past the commonest finding (a body outliving its fixed lease): add FC_BODIES=within-lease.
  * Leave an ingredient out (to tell findings apart): FC_WITHOUT=relay,stall-after-attempt,short-grants,linger,child,twice
- * See how a schedule spends its time (and each stall after an attempt): FC_TRACE=1.
+ * (the owner model's: body-objects,siblings,unawaited-nested,loss-mid-body,loss-del,loss-force,loss-flushall,flows,
+ * or all of them: owner-model).
+ * Aim at the owner model (2-6 of its ops a schedule): FC_AIM=owner-model.
+ * Count findings rather than stop at the first: FC_KEEP_GOING=1 (each failing schedule's path and overlaps).
+ * See how a schedule spends its time (and each stall after an attempt): FC_TRACE=1; a failure's visits,
+ * losses and faults in order: FC_VISITS=1.
  */
 import { describeRandomizedHoldModel } from '../support/randomized/property';
 

@@ -58,10 +58,3 @@ export function settled(promise: Promise<unknown>, withValue = false): Promise<s
 export function aborted(signal: AbortSignal, what: string, timeoutMs = 10_000): Promise<void> {
   return waitFor(() => signal.aborted, { what, timeoutMs });
 }
-
-/** Tries `lock` once from another owner; when granted, gives it back at once (a probe, not a holder). */
-export async function takenBy(lock: Lock): Promise<boolean> {
-  const got = await lock.tryLock({ waitTime: 0 });
-  if (got) await lock.unlock().catch(() => undefined);
-  return got;
-}

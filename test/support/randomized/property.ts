@@ -9,7 +9,14 @@ import { LineWaitersChild } from '../line-waiters';
 import { RestartableRedis } from '../restartable-redis';
 import type { Layout } from './kinds';
 import { runSchedule } from './run-schedule';
-import { redissonScheduleArb, scheduleArb, WITHOUT } from './schedule';
+import { ownerModelScheduleArb } from './owner-model-schedule';
+import { redissonScheduleArb, WITHOUT, type Schedule } from './schedule';
+
+/**
+ * FC_KEEP_GOING=1 (exploration): a failing schedule does not end the run; each is listed at the end with
+ * its path (replay: FC_SEED=<seed> FC_PATH=<path>) and how many overlaps it found.
+ */
+const KEEP_GOING = process.env.FC_KEEP_GOING === '1';
 
 /** A bound on the whole property run (a 2-core CI machine); FC_TIME_LIMIT_MS for longer explorations. */
 const TIME_LIMIT_MS = Number(process.env.FC_TIME_LIMIT_MS ?? 150_000);
@@ -64,9 +71,22 @@ export function describeRandomizedHoldModel({ layout, spec, defaultRuns, runsVar
       'no second holder while a body runs with a live signal, and nothing held once everything settled',
       async () => {
         const path = process.env.FC_PATH;
+        // With KEEP_GOING: the n-th schedule of a seed is path n (unshrunk).
+        let nth = Number(path ?? 0);
+        const found: string[] = [];
+        const property = (schedule: Schedule) => {
+          const at = nth++;
+          return runSchedule(env, schedule).catch((error: unknown) => {
+            if (!KEEP_GOING) throw error;
+            const lines = String(error instanceof Error ? error.message : error).split('\n');
+            const count = (kind: string) => lines.filter((line) => line.startsWith(kind)).length;
+            const counts = ['overlap', 'not granted', 'unexpected', 'still held', 'did not settle', 'key without TTL'].map((k) => `${count(k)} ${k}`);
+            found.push(`path ${at}: ${counts.join(', ')}; ${lines[0]}`);
+          });
+        };
         const check = () =>
           fc.check(
-            fc.asyncProperty(layout === 'redisson' ? redissonScheduleArb : scheduleArb, (schedule) => runSchedule(env, schedule)),
+            fc.asyncProperty(layout === 'redisson' ? redissonScheduleArb : ownerModelScheduleArb, property),
             {
               seed: Number(process.env.FC_SEED ?? 23_2026),
               path,
@@ -81,6 +101,7 @@ export function describeRandomizedHoldModel({ layout, spec, defaultRuns, runsVar
         for (let tries = Number(process.env.FC_REPEAT ?? 1); !details.failed && tries > 1; tries--) details = await check();
         // How much was explored (a run cut short by the time limit still passed what it ran).
         process.stdout.write(`randomized hold model${layout === 'native' ? '' : ` (${layout})`}: seed ${details.seed}, ${details.numRuns} schedules${details.interrupted ? ' (time limit reached)' : ''}\n`);
+        if (found.length > 0) throw new Error(`seed ${details.seed}: ${found.length} failing schedule(s) of ${details.numRuns}\n${found.join('\n')}`);
         if (details.failed) {
           const replay = `FC_SEED=${details.seed} FC_PATH=${details.counterexamplePath} npx jest ${spec}`;
           const cause = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);

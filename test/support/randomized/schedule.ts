@@ -5,6 +5,8 @@
  * 'redisson' (`redissonScheduleArb`, which adds that layout's own options).
  */
 import fc from 'fast-check';
+// Type only: owner-model-schedule.ts builds on this file, never the other way round at run time.
+import type { OwnerOp } from './owner-model-schedule';
 
 export const KINDS = ['plain', 'fair', 'read', 'write', 'multi', 'semaphore'] as const;
 export type Kind = (typeof KINDS)[number];
@@ -12,7 +14,10 @@ export const NAMES = ['a', 'b'] as const;
 export type Name = (typeof NAMES)[number];
 export const INSTANCES = 2;
 
-/** Ingredients left out (FC_WITHOUT=relay,stall-after-attempt,short-grants,linger,child,twice). */
+/**
+ * Ingredients left out (FC_WITHOUT=relay,stall-after-attempt,short-grants,linger,child,twice; the owner
+ * model's: owner-model-schedule.ts).
+ */
 export const WITHOUT = new Set((process.env.FC_WITHOUT ?? '').split(',').filter(Boolean));
 
 export interface Reentry {
@@ -83,7 +88,7 @@ export interface TwiceOp {
   bodyMs: number;
   waitTime: number;
 }
-export type Op = JobOp | FaultOp | RestartOp | AttemptStallOp | TwiceOp;
+export type Op = JobOp | FaultOp | RestartOp | AttemptStallOp | TwiceOp | OwnerOp;
 
 /** A child process with many waiters on one lock, killed or stopped mid-line. */
 export interface ChildPlan {
@@ -239,6 +244,7 @@ function describeOp(op: Op, index: number): string {
   if (op.type === 'fault') return `#${index} +${op.at}ms fault ${op.fault}${op.ms ? ` ${op.ms}ms` : ''}`;
   if (op.type === 'restart') return `#${index} +${op.at}ms shut down instance ${op.instance} and start a new one`;
   if (op.type === 'stall-after-attempt') return `#${index} +${op.at}ms instance ${op.instance}: stall ${op.ms}ms right after every ${op.nth}${op.nth === 1 ? 'st' : op.nth === 2 ? 'nd' : 'rd'} acquiring attempt from now, ${op.times}x`;
+  if (op.type === 'owner') return `#${index} +${op.at}ms instance ${op.instance} ${op.label}`;
   if (op.type === 'twice') return `#${index} +${op.at}ms instance ${op.instance} ${op.kind} ${op.name} twice on one lock object ${lease(op.leaseTime)} body ${op.bodyMs}ms wait ${op.waitTime}ms`;
   const linger = op.linger;
   const extras = [
