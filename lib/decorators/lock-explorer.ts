@@ -11,6 +11,7 @@ import { lockedMethodOf } from './distributed-lock.decorator';
 import { LockBinding } from './lock-binding';
 import { bindClass, bindInstance, bindScopedInstance, unbind } from './lock-bindings';
 import type { LockedMethod } from './locked-method';
+import { checkRedissonKeyTemplates } from './redisson-key-templates';
 import { watchScopedInstances } from './scoped-instances';
 
 /**
@@ -48,7 +49,12 @@ export class LockExplorer implements OnModuleInit, OnApplicationShutdown {
         .map((name) => lockedMethodOf((prototype as Record<string, unknown>)[name]))
         .filter((locked): locked is LockedMethod => locked !== undefined);
       if (lockedMethods.length === 0 || !this.serves(wrapper, engines, lockedMethods[0])) continue;
-      for (const locked of lockedMethods) if (locked.problem) throw locked.problem;
+      for (const locked of lockedMethods) {
+        if (locked.problem) throw locked.problem;
+        // Layout 'redisson' without a nameMapper: a template's request value must not choose the whole key.
+        const { redisson } = this.engine;
+        if (redisson && !redisson.options.mapsNames) checkRedissonKeyTemplates(locked, redisson.nameRules);
+      }
       served.push({ wrapper, prototype, locked: lockedMethods[0] });
     }
     // Bind only once everything is valid: a failed bootstrap leaves nothing recorded.
