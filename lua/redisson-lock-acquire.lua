@@ -7,16 +7,24 @@
 -- ARGV[2]  owner id ('<client uuid>:<n>', Redisson's shape, never equal to a Java owner)
 -- ARGV[3]  '1': RFencedLock (INCR the token on every grant, re-entry included, as Java does)
 -- Returns  {hold count after the grant, token or nil} when acquired or re-entered, otherwise the
---          lock's TTL in ms (-1: held without a TTL)
+--          lock's TTL in ms (-1: held without a TTL); an error reply 'LOCKNAMECONFLICT <type>
+--          <structure> <key>' (nothing written) when N is not a lock (another type, or a hash whose
+--          fields are not a lock's), or the token key is not a counter
 local lockKey = KEYS[1]
 local tokenKey = KEYS[2]
 local leaseMs = math.ceil(tonumber(ARGV[1]))
 local ownerId = ARGV[2]
 local fenced = ARGV[3] == '1'
 
-if redis.call('exists', lockKey) == 0 or redis.call('hexists', lockKey, ownerId) == 1 then
+-- #include redisson-key-guard
+local lockType = keyType(lockKey)
+if lockType == 'none' or (lockType == 'hash' and redis.call('hexists', lockKey, ownerId) == 1) then
   local token = false
   if fenced then
+    local tokenType = keyType(tokenKey)
+    if tokenType ~= 'none' and (tokenType ~= 'string' or not string.match(redis.call('get', tokenKey), '^%-?%d+$')) then
+      return conflict(tokenType, 'fence-token', tokenKey)
+    end
     token = redis.call('incr', tokenKey)
   end
   local count = redis.call('hincrby', lockKey, ownerId, 1)
@@ -25,5 +33,8 @@ if redis.call('exists', lockKey) == 0 or redis.call('hexists', lockKey, ownerId)
     redis.call('pexpire', lockKey, leaseMs)
   end
   return { count, token }
+end
+if lockType ~= 'hash' or not isLockHash(lockKey) then
+  return conflict(lockType, 'lock', lockKey)
 end
 return redis.call('pttl', lockKey)
