@@ -179,11 +179,14 @@ function sendWsException(client: WsClient, body: unknown): void {
 /**
  * Registered by LockModule for the whole application. In an HTTP request, a lock not acquired
  * within its `waitTime` (decorated method or `run`) answers 423 Locked, a wait refused as a deadlock
- * (`LockDeadlockError`) answers 409 Conflict, and Redis being unreachable
- * answers 503 Service Unavailable with a `Retry-After` header; both with a JSON body naming the
- * lock, never 500. A key template value, a name or a `list({ match })` pattern the library cannot use
+ * (`LockDeadlockError`) and a key of the lock holding something else (`LockNameConflictError`) answer
+ * 409 Conflict, and Redis being unreachable answers 503 Service Unavailable with a `Retry-After`
+ * header; all with a JSON body naming the lock in plain words (never Redis's own text), never 500.
+ * A key template value, a name or a `list({ match })` pattern the library cannot use
  * (`KeyTemplateError`, `LockNameTooLongError`, `InvalidLockNameError`, `LockNamePatternError`) answers
- * 400 Bad Request, naming the template parameter when there is one. Contention is expected, so nothing is logged as an error. Other transports get
+ * 400 Bad Request, naming the template parameter when there is one. Contention is expected, so
+ * nothing is logged for it; a 503's cause is logged as an error and a conflict's as a warning, with
+ * Redis's text, at most once a minute per lock name. Other transports get
  * the same body: an RPC caller (@nestjs/microservices) as the error of its call, a WebSocket client
  * as an `exception` event (socket.io and `ws` alike; Nest applies no app-wide filter to gateways, so
  * a gateway names this one in `@UseFilters`). Anything else (GraphQL, plain providers) sees the error rethrown as if no
