@@ -2,6 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import {
   FairLockService,
   InvalidLockNameError,
+  LockLostError,
   LockNameConflictError,
   type LockModuleOptions,
   LockService,
@@ -10,10 +11,12 @@ import {
   SemaphoreService,
 } from '../../lib';
 import { RedissonNames } from '../../lib/layouts/redisson-names';
+import { LockEngine } from '../../lib/runtime/lock-engine';
 import { APP_KEYS, derivedKeyNames, type RawClient, snapshot, TYPE_WORDS } from '../support/app-keys';
 import { createLockApp, releasesSettled } from '../support/lock-app';
 import { describeOnCluster, startRedisCluster } from '../support/redis-cluster';
 import { startRedis } from '../support/redis-server';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Issue 42 (DESIGN §25): in layout 'redisson' a lock name is a bare Redis key, and it reaches its own
@@ -142,6 +145,20 @@ function describeNameSafety(label: string, start: () => Promise<Target>): void {
         expect(await snapshot(target.raw, name)).toEqual(before);
         if (kindName === 'multi') expect(await target.raw.exists(`${name}:free`)).toBe(0);
         if (kindName === 'fenced') expect(await target.raw.exists(RedissonNames.fenceToken(name))).toBe(0);
+      });
+
+      it("a held lock whose key another client overwrites is lost at the next renewal (its signal aborts), and health does not count Redis as failing", async () => {
+        const name = fresh('overwritten');
+        const engine = app.get(LockEngine);
+        const aborted = await app.get(LockService).run(name, async ({ signal }) => {
+          await target.raw.set(name, 'overwritten by the application');
+          await waitFor(() => signal.aborted, { what: 'the hold to be lost', timeoutMs: 2_500 });
+          return signal.reason as Error;
+        });
+        expect(aborted).toBeInstanceOf(LockLostError);
+        expect(engine.watchdog.failingSince).toBeUndefined();
+        await releasesSettled(app);
+        expect(await target.raw.get(name)).toBe('overwritten by the application');
       });
 
       it('forceUnlock of a plain, fair, read or write lock never deletes an application key', async () => {
