@@ -40,7 +40,7 @@ export type {
 export type { LockKind, AcquireOutcome } from './metrics/lock-telemetry';
 export type { DistributedLockOptions, LockedMethodDecorator, LockKey, LockMode, ModeLockOptions } from './decorators/distributed-lock.options';
 export { LockErrorFilter, lockErrorResponse } from './http/lock-error.filter';
-export type { BadLockNameResponseBody, DeadlockResponseBody, LockedResponseBody, LockUnavailableResponseBody } from './http/lock-error.filter';
+export type { BadLockNameResponseBody, DeadlockResponseBody, LockedResponseBody, LockNameConflictResponseBody, LockUnavailableResponseBody } from './http/lock-error.filter';
 export {
   LockError,
   LockTimeoutError,
@@ -54,5 +54,6 @@ export {
   LockDeadlockError,
   LockShutdownError,
   LockUnavailableError,
+  LockNameConflictError,
 } from './errors';
 export type { BadLockNameExtensions, LockErrorExtensions, DeadlockStep, DeadlockInstance } from './errors';

@@ -404,3 +404,60 @@ export const DECORATOR_SKIP_ON_ANSWERING_HANDLER = (method: string, handler: str
 
 /** Appended to KEY_TEMPLATE_UNKNOWN_PARAMETER when a parameter's name is close to the one the template names. */
 export const KEY_TEMPLATE_DID_YOU_MEAN = (name: string): string => `. Did you mean #${name}?`;
+
+// --- a key that is not the structure a lock expects; Redis failures in plain words (errors.ts, lib/http) ---
+
+/** A Redis type, or a structure a lock kind keeps, in words: what LOCK_NAME_CONFLICT says. */
+const STRUCTURE_WORDS: Readonly<Record<string, string>> = {
+  string: 'a string',
+  hash: 'a hash',
+  list: 'a list',
+  set: 'a set',
+  zset: 'a sorted set',
+  stream: 'a stream',
+  lock: 'a lock',
+  'read-write-lock': 'a read-write lock',
+  'permit-counter': "a semaphore's permit counter",
+  'permit-leases': "a semaphore's permit leases",
+  'fair-queue': "a fair lock's queue",
+  'fair-deadlines': "a fair lock's deadlines",
+  'fence-token': 'a fencing token counter',
+};
+const structureWords = (code: string): string => STRUCTURE_WORDS[code] ?? `a ${code}`;
+
+/**
+ * A key held something else than the lock's structure, and nothing was written (the 409 body says
+ * it). `key` and `holds` are unknown when Redis refused a command on the key (WRONGTYPE).
+ */
+export const LOCK_NAME_CONFLICT = (lockName: string | readonly string[], key: string | undefined, holds: string | undefined, expected: string): string =>
+  key === undefined || holds === undefined
+    ? `Lock ${lockNames(lockName)} cannot be used: one of its keys holds another type of value than ${structureWords(expected)}. ` +
+      'Use lock names that no other key of this Redis uses'
+    : `The key ${quoteName(key)} holds ${structureWords(holds)}, not ${structureWords(expected)}: lock ${lockNames(lockName)} cannot use it and changed nothing. ` +
+      'Use lock names (key template prefixes) that no other key of this Redis uses';
+
+/** Redis error codes (an error reply's first word) in plain words; any other code: REDIS_ANSWERED_ERROR. */
+export const REDIS_ERROR_CODE_WORDS: Readonly<Record<string, string>> = {
+  READONLY: 'Redis is a read-only replica',
+  LOADING: 'Redis is loading its data',
+  CLUSTERDOWN: 'the Redis Cluster is down',
+  OOM: 'Redis is out of memory',
+  BUSY: 'Redis is busy running a script',
+  MASTERDOWN: 'Redis lost its master',
+  TRYAGAIN: 'the Redis Cluster is moving the lock (try again)',
+  MISCONF: 'Redis cannot save its data and refuses writes',
+  NOPERM: "Redis refused this client's permissions",
+  NOAUTH: 'Redis refused this client (authentication)',
+  WRONGPASS: 'Redis refused this client (authentication)',
+  NOREPLICAS: 'Redis has too few replicas to accept writes',
+};
+export const REDIS_ANSWERED_ERROR = 'Redis answered an error';
+export const REDIS_UNREACHABLE = 'Redis could not be reached';
+export const REDIS_NO_ANSWER = (timeoutMs: number): string => `Redis gave no answer within ${timeoutMs} ms`;
+
+/** LockUnavailableError's message: the lock and what happened in plain words (its `cause` keeps Redis's own text). */
+export const LOCK_UNAVAILABLE_PLAIN = (lockName: string | readonly string[], what: string): string => `Lock ${lockNames(lockName)} is unavailable: ${what}`;
+
+/** The exception filter's log line for a 5xx answer: the internals the client does not see. */
+export const LOCK_ERROR_CAUSE = (status: number, lockName: string | readonly string[], message: string, cause: string): string =>
+  `Answered ${status} for lock ${lockNames(lockName)}: ${message}. Cause: ${cause} (logged once a minute per lock name)`;

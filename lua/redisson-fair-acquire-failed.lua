@@ -5,11 +5,22 @@
 -- KEYS[2]  deadlines redisson_lock_timeout:{N}
 -- ARGV[1]  owner id
 -- ARGV[2]  wait in ms: the value the owner queued with
--- Returns  1 when the owner was queued, 0 when it was not
+-- Returns  1 when the owner was queued, 0 when it was not; an error reply 'LOCKNAMECONFLICT ...'
+--          (nothing written) when the queue is no list or the deadlines no sorted set
 local queueKey = KEYS[1]
 local timeoutsKey = KEYS[2]
 local ownerId = ARGV[1]
 local waitMs = tonumber(ARGV[2])
+
+-- #include redisson-key-guard
+local queueType = keyType(queueKey)
+if queueType ~= 'none' and queueType ~= 'list' then
+  return conflict(queueType, 'fair-queue', queueKey)
+end
+local timeoutsType = keyType(timeoutsKey)
+if timeoutsType ~= 'none' and timeoutsType ~= 'zset' then
+  return conflict(timeoutsType, 'fair-deadlines', timeoutsKey)
+end
 
 local queue = redis.call('lrange', queueKey, 0, -1)
 local position = 1

@@ -12,7 +12,9 @@
 -- ARGV[4]  now: the client's Date.now(), as Java's System.currentTimeMillis()
 -- Returns  {count} when acquired or re-entered (the owner's hold count after it), otherwise
 --          Redisson's wait hint in ms (the lock's TTL, or the last waiter's time left), or -1 when
---          that is not above 0 (the caller backs off instead of spinning)
+--          that is not above 0 (the caller backs off instead of spinning).
+--          An error reply 'LOCKNAMECONFLICT <type> <structure> <key>' (nothing written) when N, the
+--          queue or the deadlines hold another structure (see redisson-fair-guard)
 local lockKey = KEYS[1]
 local queueKey = KEYS[2]
 local timeoutsKey = KEYS[3]
@@ -21,6 +23,10 @@ local ownerId = ARGV[2]
 local waitMs = tonumber(ARGV[3])
 local now = tonumber(ARGV[4])
 
+-- #include redisson-fair-guard
+if lockConflict or queueConflict then
+  return lockConflict or queueConflict
+end
 -- #include redisson-fair-drop-stale-heads
 -- #include redisson-fair-grant
 if holdCount then

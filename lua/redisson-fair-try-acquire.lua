@@ -10,7 +10,9 @@
 -- ARGV[4]  wait in ms: every queued deadline moves this much earlier when the lock is granted
 -- Returns  {count} when acquired or re-entered (the owner's hold count after it), otherwise the
 --          lock's TTL in ms, or -1 when it tells nothing (no TTL, or the lock is free but the
---          queue's head is someone else): the caller backs off instead of spinning
+--          queue's head is someone else): the caller backs off instead of spinning.
+--          An error reply 'LOCKNAMECONFLICT <type> <structure> <key>' (nothing written) when N, the
+--          queue or the deadlines hold another structure (see redisson-fair-guard)
 local lockKey = KEYS[1]
 local queueKey = KEYS[2]
 local timeoutsKey = KEYS[3]
@@ -19,6 +21,10 @@ local ownerId = ARGV[2]
 local now = tonumber(ARGV[3])
 local waitMs = tonumber(ARGV[4])
 
+-- #include redisson-fair-guard
+if lockConflict or queueConflict then
+  return lockConflict or queueConflict
+end
 -- #include redisson-fair-drop-stale-heads
 -- #include redisson-fair-grant
 if holdCount then

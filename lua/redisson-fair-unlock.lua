@@ -15,7 +15,9 @@
 --          form: no write at all when the count is not above it)
 -- Returns  1 when the lock is free after it, 0 when holds remain, nil when the owner holds none,
 --          -1 (guard) when the count was not above the guard, 2 when N was missing (Redisson
---          answers 1 there; a replay through the latch answers its stored 1)
+--          answers 1 there; a replay through the latch answers its stored 1). When N is not a lock
+--          the owner holds (another type, a foreign hash), nil; when the queue or the deadlines hold
+--          another structure, an error reply 'LOCKNAMECONFLICT ...' (nothing written either way)
 local lockKey = KEYS[1]
 local queueKey = KEYS[2]
 local timeoutsKey = KEYS[3]
@@ -40,6 +42,14 @@ if latchTtlMs > 0 then
   if replay ~= false then
     return tonumber(replay)
   end
+end
+
+-- #include redisson-fair-guard
+if lockConflict then
+  return nil
+end
+if queueConflict then
+  return queueConflict
 end
 
 local removeBy = 1

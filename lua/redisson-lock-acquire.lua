@@ -9,7 +9,10 @@
 -- ARGV[4]  '1': re-entry only (a body's call chain asking again, docs/owners-and-reentry.md#the-owner-model):
 --          re-enter the owner's hold, never start a new one (no write at all otherwise)
 -- Returns  {hold count after the grant, token or nil} when acquired or re-entered, otherwise the
---          lock's TTL in ms (-1: held without a TTL); -4 when re-entry only and the owner holds nothing
+--          lock's TTL in ms (-1: held without a TTL); an error reply 'LOCKNAMECONFLICT <type>
+--          <structure> <key>' (nothing written) when N is not a lock (another type, or a hash whose
+--          fields are not a lock's), or the token key is not a counter; -4 when re-entry only and
+--          the owner holds nothing
 local lockKey = KEYS[1]
 local tokenKey = KEYS[2]
 local leaseMs = math.ceil(tonumber(ARGV[1]))
@@ -17,13 +20,18 @@ local ownerId = ARGV[2]
 local fenced = ARGV[3] == '1'
 local reenterOnly = ARGV[4] == '1'
 
-if reenterOnly and redis.call('hexists', lockKey, ownerId) == 0 then
+-- #include redisson-key-guard
+local lockType = keyType(lockKey)
+if reenterOnly and not (lockType == 'hash' and redis.call('hexists', lockKey, ownerId) == 1) then
   return -4
 end
-
-if redis.call('exists', lockKey) == 0 or redis.call('hexists', lockKey, ownerId) == 1 then
+if lockType == 'none' or (lockType == 'hash' and redis.call('hexists', lockKey, ownerId) == 1) then
   local token = false
   if fenced then
+    local tokenType = keyType(tokenKey)
+    if tokenType ~= 'none' and (tokenType ~= 'string' or not string.match(redis.call('get', tokenKey), '^%-?%d+$')) then
+      return conflict(tokenType, 'fence-token', tokenKey)
+    end
     token = redis.call('incr', tokenKey)
   end
   local count = redis.call('hincrby', lockKey, ownerId, 1)
@@ -32,5 +40,8 @@ if redis.call('exists', lockKey) == 0 or redis.call('hexists', lockKey, ownerId)
     redis.call('pexpire', lockKey, leaseMs)
   end
   return { count, token }
+end
+if lockType ~= 'hash' or not isLockHash(lockKey) then
+  return conflict(lockType, 'lock', lockKey)
 end
 return redis.call('pttl', lockKey)

@@ -10,8 +10,9 @@
 -- ARGV[2]  publish command: 'PUBLISH', or 'SPUBLISH' where Redisson uses sharded pub/sub
 -- ARGV[3]  how long the latch keeps the answer, in ms (0: no latch, the surplus form)
 -- ARGV[4]  '' to release one hold; a number: the surplus form, down to that many holds
--- Returns  nil when the owner holds nothing, 0 when holds remain, 1 when the lock was released;
---          -1 in surplus form when Redis held no more than the number (nothing written)
+-- Returns  nil when the owner holds nothing (also when N is no hash: nothing written), 0 when holds
+--          remain, 1 when the lock was released; -1 in surplus form when Redis held no more than the
+--          number (nothing written)
 local lockKey = KEYS[1]
 local channel = KEYS[2]
 local latchKey = KEYS[3]
@@ -21,7 +22,12 @@ local latchTtlMs = tonumber(ARGV[3])
 local guard = tonumber(ARGV[4])
 
 -- #include redisson-unlock-latch
-local held = tonumber(redis.call('hget', lockKey, ownerId))
+-- A key of another type holds no hold of ours (pcall: no extra command on the usual path).
+local stored = redis.pcall('hget', lockKey, ownerId)
+if type(stored) == 'table' then
+  return nil
+end
+local held = tonumber(stored)
 if not held then
   return nil
 end

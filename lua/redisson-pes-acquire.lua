@@ -4,6 +4,11 @@
 -- KEYS[2]  {N}:timeout: sorted set permit id (16 raw bytes) -> deadline, epoch ms on the holder's
 --          clock (922337203685477: never)
 -- KEYS[3]  redisson_sc:{N}: channel carrying the new available count
+-- KEYS[4]  nestjs_redis_locks_permits:{N}: ours, not Redisson's: set (no TTL) once this layout
+--          created the counter N or took it over, so that an application's number at N is never
+--          taken for a counter. A counter without it is taken over only when permits of it are
+--          leased ({N}:timeout exists) or it holds exactly the caller's limit with none leased (what
+--          Java's trySetPermits leaves); otherwise it is refused
 -- ARGV[1]  n: how many permits to take (one id each)
 -- ARGV[2]  deadline of the new permits (epoch ms, this host's clock)
 -- ARGV[3]  now (epoch ms, this host's clock: Redisson compares deadlines with the client's clock)
@@ -15,10 +20,14 @@
 -- Returns  'OK' when granted (also when the first id is leased already: a resent attempt that was
 --          granted); {'limit', available + leased} when the semaphore holds more permits than the
 --          caller's limit (no write); otherwise ':' .. the nearest deadline (the wait is bounded by it),
---          or nil when no leased permit will expire
+--          or nil when no leased permit will expire; an error reply 'LOCKNAMECONFLICT <type>
+--          <structure> <key>' (nothing written) when N is not a permit counter (another type, a
+--          string that is no number, or a number this layout neither created nor may take over)
+--          or {N}:timeout is not a sorted set
 local semKey = KEYS[1]
 local timeoutKey = KEYS[2]
 local channel = KEYS[3]
+local markerKey = KEYS[4]
 local take = tonumber(ARGV[1])
 local deadline = ARGV[2]
 local now = ARGV[3]
@@ -26,6 +35,19 @@ local neverExpires = ARGV[4]
 local publishCommand = ARGV[5]
 local limit = tonumber(ARGV[6])
 local firstId = 7
+
+-- #include redisson-pes-guard
+if pesConflict then
+  return pesConflict
+end
+-- A counter this layout did not create: taken over only as described for KEYS[4].
+local takeOver = false
+if stored ~= false and redis.call('exists', markerKey) == 0 then
+  if timeoutType == 'none' and tonumber(stored) ~= limit then
+    return conflict('string', 'permit-counter', semKey)
+  end
+  takeOver = true
+end
 
 -- Ours: a resent acquire whose first run granted finds its ids leased. The caller counts the lease
 -- from this attempt's send time, so the deadline becomes this attempt's (never earlier: Redisson's
@@ -59,6 +81,7 @@ local available = redis.call('get', semKey)
 if available == false then
   -- Redisson's trySetPermits: the first user sets the limit.
   redis.call('set', semKey, ARGV[6])
+  redis.call('set', markerKey, 1)
   redis.call(publishCommand, channel, ARGV[6])
   available = ARGV[6]
 end
@@ -69,6 +92,9 @@ end
 local total = tonumber(available) + redis.call('zcard', timeoutKey)
 if total > limit then
   return { 'limit', total }
+end
+if takeOver then
+  redis.call('set', markerKey, 1)
 end
 
 local reclaimLimit = take

@@ -6,14 +6,18 @@
 -- ARGV[2]  '1': counts only (availablePermits: two ZCOUNTs, whatever the number of leases)
 -- Returns  {available or false (N missing), leased ids not yet past their deadline,
 --           {id as 32 lowercase hex, deadline, ...} of every leased id ({} with counts only),
---           server time in ms}
+--           server time in ms}; an error reply 'LOCKNAMECONFLICT ...' when N is no permit counter
+--          or {N}:timeout no sorted set (redisson-pes-guard)
 local semKey = KEYS[1]
 local timeoutKey = KEYS[2]
 local now = tonumber(ARGV[1])
 
 local countsOnly = ARGV[2] == '1'
 
-local stored = redis.call('get', semKey)
+-- #include redisson-pes-guard
+if pesConflict then
+  return pesConflict
+end
 local holders = {}
 local expired = redis.call('zcount', timeoutKey, '-inf', now)
 local live = redis.call('zcount', timeoutKey, '(' .. now, '+inf')

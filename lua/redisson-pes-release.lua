@@ -10,13 +10,20 @@
 --          past its deadline (given back all the same, as Redisson does); -1 when it was not
 --          leased (nothing written).
 --          Several ids: how many were given back; 0 when any of them was not leased or past its
---          deadline (then nothing is given back by this call, as Redisson refuses the batch)
+--          deadline (then nothing is given back by this call, as Redisson refuses the batch).
+--          An error reply 'LOCKNAMECONFLICT ...' (nothing written) when N is no permit counter or
+--          {N}:timeout no sorted set (redisson-pes-guard)
 local semKey = KEYS[1]
 local channel = KEYS[2]
 local timeoutKey = KEYS[3]
 local now = ARGV[1]
 local publishCommand = ARGV[2]
 local firstId = 3
+
+-- #include redisson-pes-guard
+if pesConflict then
+  return pesConflict
+end
 
 if #ARGV == firstId then
   local permitId = ARGV[firstId]

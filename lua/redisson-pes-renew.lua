@@ -9,7 +9,9 @@
 -- ARGV[4]  '1': set the deadline exactly; '0': only move it later (a renewal never shortens a lease)
 -- ARGV[5..]  the permit ids (16 raw bytes each)
 -- Returns  1 when every id was still leased (their deadlines set), 0 when any was not (no deadline
---          written: those permits were reclaimed, they may be someone else's now)
+--          written: those permits were reclaimed, they may be someone else's now); an error reply
+--          'LOCKNAMECONFLICT ...' (nothing written) when N is no permit counter or {N}:timeout no
+--          sorted set (redisson-pes-guard)
 local semKey = KEYS[1]
 local timeoutKey = KEYS[2]
 local channel = KEYS[3]
@@ -18,6 +20,11 @@ local now = ARGV[2]
 local publishCommand = ARGV[3]
 local exact = ARGV[4] == '1'
 local firstId = 5
+
+-- #include redisson-pes-guard
+if pesConflict then
+  return pesConflict
+end
 
 local reclaimLimit = -1
 -- #include redisson-pes-reclaim

@@ -9,7 +9,9 @@
 -- ARGV[3]  the owner's writer field, <owner>:write (a read inside the owner's own write: a downgrade)
 -- Returns  {count}, the owner's read hold count after the grant; -4 when N is a hash without mode
 --          (a plain lock of the same name: Redisson would grant beside it, we wait, and write
---          nothing); otherwise the lock's remaining TTL in ms (-1 when it has none or is gone)
+--          nothing); otherwise the lock's remaining TTL in ms (-1 when it has none or is gone); an
+--          error reply 'LOCKNAMECONFLICT <type> read-write-lock <key>' (nothing written) when N is of
+--          another type, or a hash whose fields are not a lock's (an application hash with a mode)
 local rwKey = KEYS[1]
 local timeoutPrefix = KEYS[2]
 local leaseMs = math.ceil(tonumber(ARGV[1]))
@@ -22,9 +24,17 @@ local function remainingTtl()
   return ttl
 end
 
-local mode = redis.call('hget', rwKey, 'mode')
+-- #include redisson-key-guard
+local rwType = keyType(rwKey)
+if rwType ~= 'none' and (rwType ~= 'hash' or not isLockHash(rwKey)) then
+  return conflict(rwType, 'read-write-lock', rwKey)
+end
+local mode = false
+if rwType == 'hash' then
+  mode = redis.call('hget', rwKey, 'mode')
+end
 if mode == false then
-  if redis.call('exists', rwKey) == 1 then
+  if rwType == 'hash' then
     return -4
   end
   redis.call('hset', rwKey, 'mode', 'read')

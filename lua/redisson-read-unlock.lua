@@ -14,7 +14,7 @@
 -- ARGV[4]  '' to release one hold (Redisson's unlock); a count for the surplus form: bring the
 --          owner's count down to it in one call (each step Redisson's effect), no write when the
 --          count is not above it
--- Returns  nil when the owner holds no read lock here; 0 when the hash stays (holds of this or other
+-- Returns  nil when the owner holds no read lock here (also when N is no hash: nothing written); 0 when the hash stays (holds of this or other
 --          owners remain); 1 when it was deleted; -1 (surplus form only) when nothing was above the
 --          count
 local rwKey = KEYS[1]
@@ -29,7 +29,11 @@ local guard = tonumber(ARGV[4])
 
 -- #include redisson-unlock-latch
 
-local mode = redis.call('hget', rwKey, 'mode')
+-- A key of another type holds no hold of ours: nothing written (pcall: no extra command).
+local mode = redis.pcall('hget', rwKey, 'mode')
+if type(mode) == 'table' then
+  return nil
+end
 if mode == false then
   if guard ~= nil then return -1 end
   redis.call(publishCommand, channel, '0')

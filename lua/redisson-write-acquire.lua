@@ -8,7 +8,9 @@
 -- Returns  {count}, the writer field's count after the grant; -3 when the owner holds the read lock
 --          and not the write lock (an upgrade: waiting would never end; nothing written); -4 when
 --          N is a hash without mode (a plain lock of the same name; nothing written); otherwise the
---          lock's remaining TTL in ms (-1 when it has none or is gone)
+--          lock's remaining TTL in ms (-1 when it has none or is gone); an error reply
+--          'LOCKNAMECONFLICT <type> read-write-lock <key>' (nothing written) when N is of another
+--          type, or a hash whose fields are not a lock's (an application hash with a mode)
 local rwKey = KEYS[1]
 local leaseMs = math.ceil(tonumber(ARGV[1]))
 local writerField = ARGV[2]
@@ -20,9 +22,17 @@ local function remainingTtl()
   return ttl
 end
 
-local mode = redis.call('hget', rwKey, 'mode')
+-- #include redisson-key-guard
+local rwType = keyType(rwKey)
+if rwType ~= 'none' and (rwType ~= 'hash' or not isLockHash(rwKey)) then
+  return conflict(rwType, 'read-write-lock', rwKey)
+end
+local mode = false
+if rwType == 'hash' then
+  mode = redis.call('hget', rwKey, 'mode')
+end
 if mode == false then
-  if redis.call('exists', rwKey) == 1 then
+  if rwType == 'hash' then
     return -4
   end
   redis.call('hset', rwKey, 'mode', 'write')

@@ -10,7 +10,7 @@
 -- ARGV[2]  publish command: 'PUBLISH' or 'SPUBLISH'
 -- ARGV[3]  the latch's PX in ms (0: no latch, the surplus form)
 -- ARGV[4]  '' to release one hold; a count for the surplus form (see redisson-read-unlock.lua)
--- Returns  nil when the owner holds no write lock here; 0 when write holds of the owner remain; 1
+-- Returns  nil when the owner holds no write lock here (also when N is no hash: nothing written); 0 when write holds of the owner remain; 1
 --          when the last one went; -1 (surplus form only) when nothing was above the count
 local rwKey = KEYS[1]
 local channel = KEYS[2]
@@ -22,7 +22,11 @@ local guard = tonumber(ARGV[4])
 
 -- #include redisson-unlock-latch
 
-local mode = redis.call('hget', rwKey, 'mode')
+-- A key of another type holds no hold of ours: nothing written (pcall: no extra command).
+local mode = redis.pcall('hget', rwKey, 'mode')
+if type(mode) == 'table' then
+  return nil
+end
 if mode == false then
   if guard ~= nil then return -1 end
   redis.call(publishCommand, channel, '1')

@@ -275,7 +275,7 @@ describe('lock errors outside HTTP', () => {
           {
             statusCode: 503,
             error: 'Service Unavailable',
-            message: 'Lock "room:2" is unavailable: Redis failed: connect ECONNREFUSED',
+            message: 'Lock "room:2" is unavailable: Redis could not be reached',
             lockName: 'room:2',
           },
         ],

@@ -12,6 +12,7 @@ import { lockedMethodOf } from './distributed-lock.decorator';
 import { LockBinding } from './lock-binding';
 import { bindClass, bindInstance, bindScopedInstance, unbind } from './lock-bindings';
 import type { LockedMethod } from './locked-method';
+import { checkRedissonKeyTemplates } from './redisson-key-templates';
 import { watchScopedInstances } from './scoped-instances';
 
 /**
@@ -49,7 +50,12 @@ export class LockExplorer implements OnModuleInit, OnApplicationShutdown {
       const methods = this.scanner.getAllMethodNames(prototype).map((name) => (prototype as Record<string, unknown>)[name] as Function);
       const lockedMethods = methods.map((method) => lockedMethodOf(method)).filter((locked): locked is LockedMethod => locked !== undefined);
       if (lockedMethods.length === 0 || !this.serves(wrapper, engines, lockedMethods[0])) continue;
-      for (const locked of lockedMethods) if (locked.problem) throw locked.problem;
+      for (const locked of lockedMethods) {
+        if (locked.problem) throw locked.problem;
+        // Layout 'redisson' without a nameMapper: a template's request value must not choose the whole key.
+        const { redisson } = this.engine;
+        if (redisson && !redisson.options.mapsNames) checkRedissonKeyTemplates(locked, redisson.nameRules);
+      }
       for (const method of methods) checkSkipIfLocked(method);
       served.push({ wrapper, prototype, locked: lockedMethods[0] });
     }

@@ -27,6 +27,8 @@ export class LockedMethod {
   readonly runOptions: RunOptions;
   /** Why this method cannot be locked; thrown at bootstrap. */
   readonly problem: Error | undefined;
+  /** The key template(s) as written; undefined for a key function (checked per layout at bootstrap). */
+  readonly templates: readonly string[] | undefined;
   private readonly keys: (thisArg: unknown, args: readonly unknown[], maxNameLength: number) => LockNames;
 
   constructor(
@@ -60,6 +62,7 @@ export class LockedMethod {
     this.runOptions = { ...runOptions, metricName: metricNameOf(method, key) };
     this.keys = keys;
     this.problem = problem;
+    this.templates = typeof key === 'string' ? [key] : Array.isArray(key) && key.every((t) => typeof t === 'string') ? (key as string[]) : undefined;
   }
 
   /** Runs `body` under this method's lock (`@DistributedSemaphore` takes permits instead). */

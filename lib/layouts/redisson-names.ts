@@ -11,6 +11,9 @@ export function suffixName(n: string, suffix: string): string {
   return n.includes('{') ? `${n}:${suffix}` : `{${n}}:${suffix}`;
 }
 
+/** The start of this library's semaphore markers, `nestjs_redis_locks_permits:{N}` (a name shaped so is refused). */
+export const PERMIT_MARKER_PREFIX = 'nestjs_redis_locks_permits:';
+
 export const RedissonNames = {
   /** RLock / RFairLock / RFencedLock wake channel: message `0`. */
   lockChannel: (n: string): string => prefixName('redisson_lock__channel', n),
@@ -33,6 +36,11 @@ export const RedissonNames = {
   semaphoreChannel: (n: string): string => prefixName('redisson_sc', n),
   /** RPermitExpirableSemaphore's leases: zset of 16 raw bytes -> deadline epoch ms. */
   semaphoreTimeouts: (n: string): string => suffixName(n, 'timeout'),
+  /**
+   * Ours, not Redisson's: marks `n` as a permit counter this layout created or took over, so that an
+   * application's number at `n` is never taken for one (docs/redisson-interop.md#semaphores). No TTL.
+   */
+  permitMarker: (n: string): string => prefixName(PERMIT_MARKER_PREFIX.slice(0, -1), n),
 } as const;
 
 /** A writer's field in a read-write lock's hash. */

@@ -34,6 +34,8 @@ export interface RedissonLayoutOptions {
 /** The Redisson layout's settings, checked. */
 export interface ResolvedRedissonOptions {
   readonly nameMapper: (name: string) => string;
+  /** Whether the module was given a `nameMapper` (else names are keys as they are: templates need a constant prefix). */
+  readonly mapsNames: boolean;
   readonly shardedSubscription: 'auto' | 'on' | 'off';
   readonly fencedLocks: boolean;
 }
@@ -74,7 +76,10 @@ export function resolveLayout(
   }
   const fenced = raw.fencedLocks ?? false;
   if (typeof fenced !== 'boolean') throw new Error(INVALID_OPTION('redisson.fencedLocks', 'a boolean', fenced));
-  return { layout, redisson: { nameMapper: checkMapper(raw.nameMapper), shardedSubscription: sharded, fencedLocks: fenced } };
+  return {
+    layout,
+    redisson: { nameMapper: checkMapper(raw.nameMapper), mapsNames: raw.nameMapper !== undefined, shardedSubscription: sharded, fencedLocks: fenced },
+  };
 }
 
 /** The mapper as a function, tried once on a probe name: a mapper that throws or varies fails the start. */

@@ -2,8 +2,10 @@ import type { Logger } from '@nestjs/common';
 import { InvalidLockNameError, LockError } from '../errors';
 import { isCluster, type RedisClient } from '../redis/redis-client';
 import type { ResolvedRedissonOptions } from './redisson-options';
+import { RedissonNameRules } from './redisson-name-rules';
 import {
   REDISSON_BAD_CLUSTER_NAME,
+  REDISSON_NAME_REFUSED,
   REDISSON_LAYOUT_STARTED,
   REDISSON_MAPPER_FAILED_FOR,
   REDISSON_SHARDED_ON_STANDALONE,
@@ -21,13 +23,18 @@ export class RedissonRuntime {
   private shardedMode: boolean | undefined;
   private probing: Promise<void> | undefined;
   private readonly cluster: boolean;
+  /** The shapes a mapped name may not have (Redisson's derived keys, this library's records). */
+  readonly nameRules: RedissonNameRules;
 
   constructor(
     private readonly client: RedisClient,
     readonly options: ResolvedRedissonOptions,
     private readonly commandTimeout: number,
+    /** The module's `keyPrefix`: it names this library's own records, which no lock name may reach. */
+    keyPrefix = 'lock:',
   ) {
     this.cluster = isCluster(client);
+    this.nameRules = new RedissonNameRules(keyPrefix);
     const { shardedSubscription } = options;
     if (!this.cluster) {
       if (shardedSubscription === 'on') throw new Error(REDISSON_SHARDED_ON_STANDALONE);
@@ -69,7 +76,11 @@ export class RedissonRuntime {
     logger.log(REDISSON_LAYOUT_STARTED(this.publishCommand, how, keyPrefix));
   }
 
-  /** The Redis key of lock `name`: the Java side's mapped name. A mapper failure names the lock. */
+  /**
+   * The Redis key of lock `name`: the Java side's mapped name. A mapper failure names the lock. A
+   * mapped name shaped like another structure's key (Redisson's derived keys, this library's own
+   * records: `RedissonNameRules`) is refused with `InvalidLockNameError` (400), in every kind.
+   */
   mapName(name: string): string {
     let mapped: unknown;
     try {
@@ -80,8 +91,10 @@ export class RedissonRuntime {
     if (typeof mapped !== 'string' || mapped === '') throw new LockError(REDISSON_MAPPER_FAILED_FOR(name, `it returned ${typeof mapped === 'string' ? 'an empty string' : typeof mapped}`));
     // A '{' without a hash tag: Redisson's own keys of the name would hash to different slots.
     if (this.cluster && mapped.includes('{') && !hasHashTag(mapped)) {
-      throw Object.assign(new InvalidLockNameError(name), { message: REDISSON_BAD_CLUSTER_NAME(name, mapped) });
+      throw new InvalidLockNameError(name, REDISSON_BAD_CLUSTER_NAME(name, mapped));
     }
+    const refusal = this.nameRules.refusal(mapped);
+    if (refusal !== undefined) throw new InvalidLockNameError(name, REDISSON_NAME_REFUSED(name, mapped, refusal));
     return mapped;
   }
 }

@@ -44,6 +44,16 @@ export const REDISSON_KIND_NOT_AVAILABLE = (kind: string, name: string): string 
 export const REDISSON_NO_TOKEN = (call: string): string =>
   `${call}({ fencingToken }) needs fencing tokens stored with each hold, which layout 'redisson' does not keep: call it without a token`;
 
+/**
+ * A string key template in this layout without a constant prefix (and no nameMapper), or one whose
+ * prefix every name would be refused for: a bootstrap error naming the method, the template and the fix.
+ */
+export const REDISSON_TEMPLATE_NEEDS_PREFIX = (decorator: string, method: string, template: string, why: string | undefined): string =>
+  `${decorator} on ${method}: key template ${show(template)} ${why === undefined ? 'starts with a placeholder' : `cannot make a lock name: every name it makes is refused (${why})`}. ` +
+  "In layout 'redisson' a lock name is a bare Redis key, so a request value must not choose the whole key: " +
+  "start the template with a constant prefix that no other key of this Redis uses (such as 'order:#id'), " +
+  'or map names with the module option redisson.nameMapper (the Java side must set the same NameMapper)';
+
 export const REDISSON_BAD_CLUSTER_NAME = (name: string, mapped: string): string =>
   `lock name "${name.slice(0, 200)}" maps to "${mapped.slice(0, 200)}", which has a '{' but no hash tag: Redisson's keys of it would land in different cluster slots`;
 
@@ -51,3 +61,8 @@ export const REDISSON_REUSED_AS_READ_WRITE = (name: string): string =>
   `lock "${name.slice(0, 200)}": its key holds a plain lock; in layout 'redisson' a plain and a read-write lock of one name share it (use one kind per name)`;
 
 export const REDISSON_BOARD_FORCE_RELEASE = `LockBoardModule option "allowForceRelease" needs fencing tokens stored with each hold, which layout 'redisson' does not have: leave it off`;
+
+/** A mapped name shaped like a key of another structure (`RedissonNameRules`): a 400, naming the rule. */
+export const REDISSON_NAME_REFUSED = (name: string, mapped: string, why: string): string =>
+  `lock name ${show(name.slice(0, 200))}${mapped === name ? '' : ` (mapped to ${show(mapped.slice(0, 200))})`} is refused in layout 'redisson', where a name is a bare Redis key: ${why}. ` +
+  'Give the lock a name no other structure uses (a key template with a constant prefix, such as \'order:#id\')';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { LockError, LockShutdownError, LockUnavailableError } from '../errors';
+import { conflictOf, LockError, LockShutdownError, LockUnavailableError } from '../errors';
 import { NOT_CONNECTED, REPLICAS_NOT_SYNCED } from '../lock.messages';
 import { boundedCall, type CallTicket } from '../redis/bounded-call';
 import { waitForReplicas } from '../redis/replica-sync';
@@ -377,7 +377,14 @@ export class Acquisition<R> implements Sleeper {
     this.lastSentJoined = joinLine;
     const token = joinLine ? `${stamp}.${(this.joinProof ??= randomBytes(8).toString('hex'))}` : '';
     return this.contender.attempt(this.leaseMs, this.requestId, joinLine, token, this.join).then((outcome) => {
-      if (!(outcome instanceof LockUnavailableError) && stamp > this.answeredStamp) this.answeredStamp = stamp;
+      if (!(outcome instanceof LockUnavailableError)) {
+        if (stamp > this.answeredStamp) this.answeredStamp = stamp;
+        return outcome;
+      }
+      // A key of the lock holds something else (a RedLock's masters answer it as their failure):
+      // not an outage to wait out, but a LockNameConflictError (409) that ends the acquisition.
+      const conflict = conflictOf(this.contender.name, outcome.cause);
+      if (conflict) throw conflict;
       return outcome;
     });
   }

@@ -1,4 +1,4 @@
-import { LockDeadlockError, LockShutdownError, LockUnavailableError } from '../errors';
+import { LockDeadlockError, LockNameConflictError, LockShutdownError, LockUnavailableError } from '../errors';
 
 // The few shapes of `@opentelemetry/api` used here, declared locally: the API is an optional peer
 // dependency, so the library's type declarations must not import it.
@@ -38,9 +38,10 @@ interface OtelApi {
 export type LockKind = 'reentrant' | 'fair' | 'read' | 'write' | 'multi' | 'redlock' | 'semaphore';
 /**
  * The `lock.outcome` attribute of `lock.acquisitions` and `lock.wait.duration`. `deadlock`: the wait
- * was refused because it closed a cycle (`LockDeadlockError`, docs/deadlocks.md).
+ * was refused because it closed a cycle (`LockDeadlockError`, docs/deadlocks.md). `conflict`: a key
+ * of the lock holds something else (`LockNameConflictError`), which is not Redis being unavailable.
  */
-export type AcquireOutcome = 'acquired' | 'timeout' | 'unavailable' | 'cancelled' | 'skipped' | 'deadlock';
+export type AcquireOutcome = 'acquired' | 'timeout' | 'unavailable' | 'cancelled' | 'skipped' | 'deadlock' | 'conflict';
 
 /** `lock.key_template` when the caller gave none (no decorator template, no `metricName`). */
 export const NO_TEMPLATE = '(none)';
@@ -230,6 +231,7 @@ export function failedOutcome(error: unknown, signal: AbortSignal | undefined): 
   if (error instanceof LockShutdownError) return 'cancelled';
   if (error instanceof LockUnavailableError) return 'unavailable';
   if (error instanceof LockDeadlockError) return 'deadlock';
+  if (error instanceof LockNameConflictError) return 'conflict';
   return undefined;
 }
 

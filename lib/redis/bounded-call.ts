@@ -1,5 +1,5 @@
 import { monotonicNow } from '../runtime/monotonic-clock';
-import { LockError, LockUnavailableError, NoAnswerError } from '../errors';
+import { conflictOf, LockError, LockUnavailableError, NoAnswerError } from '../errors';
 
 /**
  * Handed to one Redis call: `expired` turns true when the caller stops waiting for it, so the call
@@ -13,9 +13,14 @@ export interface CallTicket {
 /** Whole seconds after which retrying a call bounded by `timeoutMs` makes sense. */
 export const retryAfterSeconds = (timeoutMs: number): number => Math.max(1, Math.ceil(timeoutMs / 1000));
 
-/** A Redis or connection failure as the library reports it; its own errors pass through unchanged. */
+/**
+ * A Redis or connection failure as the library reports it; its own errors pass through unchanged. A
+ * key of the lock that holds something else (a script's refusal, or WRONGTYPE) is a
+ * `LockNameConflictError` (409), not Redis being unavailable.
+ */
 export function asLockError(lockName: string | readonly string[], error: unknown, timeoutMs: number): Error {
-  return error instanceof LockError ? error : new LockUnavailableError(lockName, error, retryAfterSeconds(timeoutMs));
+  if (error instanceof LockError) return error;
+  return conflictOf(lockName, error) ?? new LockUnavailableError(lockName, error, retryAfterSeconds(timeoutMs));
 }
 
 /** One call in flight: also its ticket. */

@@ -151,7 +151,7 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       client.on('ready', () => (this.connectionFailureLogged = false));
     }
     this.publishCommand = isCluster(client) ? 'spublish' : 'publish';
-    this.redisson = options.redisson && new RedissonRuntime(client, options.redisson, options.commandTimeout);
+    this.redisson = options.redisson && new RedissonRuntime(client, options.redisson, options.commandTimeout, options.keyPrefix);
     // Waiters that could not reach Redis retry the moment the command connection is back.
     client.on('ready', this.wakeWaiters);
     this.keys = new LockKeys(options.keyPrefix, options.maxNameLength);

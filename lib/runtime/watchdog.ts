@@ -10,6 +10,7 @@ import {
   RENEWAL_FAILED,
   RENEWAL_NO_REPLY,
 } from '../lock.messages';
+import { conflictOf } from '../errors';
 import { withTimeout } from '../redis/bounded-call';
 import { isNoScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
@@ -189,7 +190,11 @@ export class Watchdog {
           }
         }
         if (!this.holds.isCurrent(hold)) return; // released while the round was in flight
-        if (error) {
+        if (error && conflictOf(hold.name, error)) {
+          // The lock's key now holds something else (written over by another client): the hold is
+          // gone, and Redis is not failing (health stays up).
+          this.lose(hold, LOST_RENEWAL_FOUND_GONE);
+        } else if (error) {
           this.roundFailed = true;
           if (hold.leaseEndedBy(monotonicNow())) this.lose(hold, this.failedReason(hold));
           else this.renewalFailed(hold, error.message);

@@ -7,6 +7,13 @@
  * - "does this body hold it" is read from Redisson's hash `N`: `HEXISTS N <owner>` (plain, fair),
  *   `<owner>:write` (write), and for a read `<owner>` with its `{N}:<owner>:rwlock_timeout:1` alive;
  * - each schedule also draws `redisson.fencedLocks` (plain locks as Java's `RFencedLock`);
+ * - and 1 to 4 hostile calls (issue 42) among its ops, of any kind: a name shaped like a derived key
+ *   of the schedule's own locks (another lock's fencing counter, a fair queue, a semaphore's leases,
+ *   a reader's timeout key, this library's records) must be refused with InvalidLockNameError, and an
+ *   application key of every type (string, number, hashes, one with a `mode` field, list, set, sorted
+ *   set, stream; written before the schedule) must be a LockNameConflictError; no body runs, every
+ *   application key is unchanged at the end, no fencing counter ever goes back and no two holds share
+ *   a token;
  * - at the end, keys Redisson keeps by design may lack a TTL (a semaphore's counter and leases, a fair
  *   queue, a fenced lock's token counter; test/support/randomized/layout-audit.ts), and every
  *   instance's hold accounts (attempts out, grants pending) are closed.

@@ -15,7 +15,7 @@ const renew = LuaScript.named('redisson-pes-renew');
 const read = LuaScript.named('redisson-pes-read');
 
 const NEVER = '922337203685477';
-const keysOf = (n: string) => ({ n, timeout: RedissonNames.semaphoreTimeouts(n), channel: RedissonNames.semaphoreChannel(n) });
+const keysOf = (n: string) => ({ n, timeout: RedissonNames.semaphoreTimeouts(n), channel: RedissonNames.semaphoreChannel(n), marker: RedissonNames.permitMarker(n) });
 /** A 16-byte id; `fill` makes bytes above 0x7f, which a UTF-8 round trip would mangle. */
 const id = (seed: number, fill = 0xf0): Buffer => Buffer.from(Array.from({ length: 16 }, (_, i) => (i === 0 ? seed : (fill + i) & 0xff)));
 
@@ -41,7 +41,7 @@ describe('Redisson-layout semaphore scripts (RPermitExpirableSemaphore)', () => 
   const fresh = () => keysOf(`pes-${++names}`);
 
   const take = (k: ReturnType<typeof keysOf>, ids: Buffer[], { limit = 3, leaseMs = 30_000, now = Date.now() } = {}) =>
-    acquire.run(raw, [k.n, k.timeout, k.channel], [ids.length, now + leaseMs, now, NEVER, 'PUBLISH', limit, ...ids]);
+    acquire.run(raw, [k.n, k.timeout, k.channel, k.marker], [ids.length, now + leaseMs, now, NEVER, 'PUBLISH', limit, ...ids]);
   const giveBack = (k: ReturnType<typeof keysOf>, ids: Buffer[], now = Date.now()) => release.run(raw, [k.n, k.channel, k.timeout], [now, 'PUBLISH', ...ids]);
   const extend = (k: ReturnType<typeof keysOf>, ids: Buffer[], deadline: number, exact = false, now = Date.now()) =>
     renew.run(raw, [k.n, k.timeout, k.channel], [deadline, now, 'PUBLISH', exact ? 1 : 0, ...ids]);
@@ -60,7 +60,7 @@ describe('Redisson-layout semaphore scripts (RPermitExpirableSemaphore)', () => 
     const k = fresh();
     const a = id(1);
     const deadline = Date.now() + 30_000;
-    expect(await acquire.run(raw, [k.n, k.timeout, k.channel], [1, deadline, Date.now(), NEVER, 'PUBLISH', 3, a])).toBe('OK');
+    expect(await acquire.run(raw, [k.n, k.timeout, k.channel, k.marker], [1, deadline, Date.now(), NEVER, 'PUBLISH', 3, a])).toBe('OK');
     expect(await raw.get(k.n)).toBe('2');
     expect(await raw.type(k.n)).toBe('string');
     expect(await leased(k)).toEqual([[a.toString('hex'), deadline]]);
@@ -180,7 +180,7 @@ describe('Redisson-layout semaphore scripts (RPermitExpirableSemaphore)', () => 
     const got: string[] = [];
     sharded.on('smessage', (_channel: string, message: string) => got.push(message));
     await sharded.ssubscribe(k.channel);
-    expect(await acquire.run(raw, [k.n, k.timeout, k.channel], [1, Date.now() + 1_000, Date.now(), NEVER, 'SPUBLISH', 2, id(1)])).toBe('OK');
+    expect(await acquire.run(raw, [k.n, k.timeout, k.channel, k.marker], [1, Date.now() + 1_000, Date.now(), NEVER, 'SPUBLISH', 2, id(1)])).toBe('OK');
     expect(await release.run(raw, [k.n, k.channel, k.timeout], [Date.now(), 'SPUBLISH', id(1)])).toBe(1);
     await waitUntil(() => got.length >= 2);
     expect(got).toEqual(['2', '2']);

@@ -7,7 +7,7 @@ import { RedissonBaseLock } from './redisson-base-lock';
 const scripts = {
   acquire: LuaScript.named('redisson-lock-acquire'),
   unlock: LuaScript.named('redisson-lock-unlock'),
-  forceRelease: LuaScript.named('force-release'),
+  forceRelease: LuaScript.named('redisson-force-unlock'),
 };
 
 /**

@@ -10,7 +10,7 @@ const scripts = {
   acquire: LuaScript.named('redisson-lock-acquire'),
   renew: LuaScript.named('reentrant-renew'),
   unlock: LuaScript.named('redisson-lock-unlock'),
-  forceRelease: LuaScript.named('force-release'),
+  forceRelease: LuaScript.named('redisson-force-unlock'),
 };
 
 /** RedLock masters are independent standalone servers: Redisson publishes there with PUBLISH. */

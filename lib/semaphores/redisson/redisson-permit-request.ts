@@ -79,7 +79,7 @@ export class RedissonPermitRequest implements Contender<Permit | null> {
       const { publishCommand } = semaphore.redisson;
       // Deadlines are epoch ms on this host's clock, as Redisson's (its holders compare with theirs).
       const now = Date.now();
-      const keys = [semaphore.redisKey, semaphore.timeoutKey, semaphore.channel];
+      const keys = [semaphore.redisKey, semaphore.timeoutKey, semaphore.channel, semaphore.markerKey];
       const args = [take, now + Math.ceil(leaseMs), now, NEVER_EXPIRES, publishCommand, semaphore.permits, ...ids];
       const reply = await acquireScript.run(engine.client, keys, args, ticket);
       if (reply === 'OK') return { fencingToken: undefined };

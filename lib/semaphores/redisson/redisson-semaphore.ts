@@ -31,6 +31,8 @@ export class RedissonSemaphore extends Semaphore {
   readonly redisKey: string;
   readonly timeoutKey: string;
   readonly channel: string;
+  /** Ours: marks `N` as a permit counter this layout created or took over (docs/redisson-interop.md#semaphores). */
+  readonly markerKey: string;
 
   /** @internal The engine's Redisson runtime: name mapper, publish command (read per call: the start's probe decides it). */
   readonly redisson: RedissonRuntime;
@@ -41,6 +43,7 @@ export class RedissonSemaphore extends Semaphore {
     this.redisKey = this.redisson.mapName(name);
     this.timeoutKey = RedissonNames.semaphoreTimeouts(this.redisKey);
     this.channel = RedissonNames.semaphoreChannel(this.redisKey);
+    this.markerKey = RedissonNames.permitMarker(this.redisKey);
   }
 
   /** @internal This semaphore's key in the hold registry: not `N`, which a lock of the same name uses too. */

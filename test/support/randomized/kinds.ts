@@ -21,8 +21,9 @@ import {
 } from '../../../lib';
 import type { BaseLock } from '../../../lib/locks/base-lock';
 import { LockEngine } from '../../../lib/runtime/lock-engine';
+import { APP_KEYS } from '../app-keys';
 import type { VisitMode } from '../hold-witness';
-import { NAMES, type Kind, type Reentry } from './schedule';
+import { APP_KEY_COUNT, HOSTILE_SHAPES, NAMES, type HostileOp, type Kind, type Name, type Reentry } from './schedule';
 
 export type Layout = 'native' | 'redisson';
 export type Body = (context: LockRunContext) => Promise<unknown>;
@@ -79,6 +80,64 @@ export class LayoutKinds {
         );
       case 'semaphore':
         return app.get(SemaphoreService).run(lockName, body, { permits: 1, ...options });
+    }
+  }
+
+  /**
+   * Layout 'redisson' (issue 42): the hostile name a hostile op calls, shaped like a derived key of
+   * this schedule's own locks, or one of its application keys (`appKeys`).
+   */
+  hostileName(target: HostileOp['target']): string {
+    if (target.shape === 'app') return this.appKeys()[target.which].key;
+    const shapes = this.derivedShapes(target.name);
+    return shapes[target.which % shapes.length];
+  }
+
+  /** Names shaped like a derived key of lock `name` of each kind, or like this library's records (HOSTILE_SHAPES of them). */
+  derivedShapes(name: Name): string[] {
+    const plain = this.lockName('plain', name);
+    const fair = this.lockName('fair', name);
+    const rw = this.lockName('read', name);
+    const sem = this.lockName('semaphore', name);
+    const shapes = [
+      `redisson_lock_token:{${plain}}`,
+      `redisson_lock__channel:{${plain}}`,
+      `redisson_lock_queue:{${fair}}`,
+      `redisson_lock_timeout:{${fair}}`,
+      `redisson_rwlock:{${rw}}`,
+      `{${rw}}:c0ffee00-0000-4000-8000-000000000000:1:rwlock_timeout:1`,
+      `redisson_sc:{${sem}}`,
+      `{${sem}}:timeout`,
+      `nestjs_redis_locks_permits:{${sem}}`,
+      `redisson_unlock_latch:{${plain}}:00000000000000000000000000000000`,
+      'lock.instances',
+      `lock:{${plain}}`,
+    ];
+    if (shapes.length !== HOSTILE_SHAPES) throw new Error(`HOSTILE_SHAPES is ${HOSTILE_SHAPES}, the shapes ${shapes.length}`);
+    return shapes;
+  }
+
+  /** The schedule's application keys: one of each type (APP_KEY_COUNT), written before it runs and checked unchanged after. */
+  appKeys(): Array<{ key: string; write: (typeof APP_KEYS)[number]['write'] }> {
+    if (APP_KEYS.length !== APP_KEY_COUNT) throw new Error(`APP_KEY_COUNT is ${APP_KEY_COUNT}, the keys ${APP_KEYS.length}`);
+    return APP_KEYS.map((appKey) => ({ key: `${this.prefix}app-${appKey.label.replace(/ /g, '-')}`, write: appKey.write }));
+  }
+
+  /** `run` of a kind on any name (a hostile one); a multi-lock's other member is a name nothing else uses. */
+  runNamed(app: TestingModule, kind: Kind, name: string, body: Body, options: RunOptions): Promise<unknown> {
+    switch (kind) {
+      case 'plain':
+        return app.get(LockService).run(name, body, options);
+      case 'fair':
+        return app.get(FairLockService).run(name, body, options);
+      case 'read':
+        return app.get(ReadWriteLockService).runRead(name, body, options);
+      case 'write':
+        return app.get(ReadWriteLockService).runWrite(name, body, options);
+      case 'multi':
+        return app.get(LockService).run([`${this.prefix}multi-free`, name], body, options);
+      case 'semaphore':
+        return app.get(SemaphoreService).run(name, body, { permits: 1, ...options });
     }
   }
 

@@ -7,7 +7,16 @@
  */
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import { LockError, type LockModuleOptions, type RunOptions } from '../../../lib';
+import {
+  InvalidLockNameError,
+  LockError,
+  LockNameConflictError,
+  LockShutdownError,
+  LockUnavailableError,
+  type LockModuleOptions,
+  type RunOptions,
+} from '../../../lib';
+import { snapshot } from '../app-keys';
 import { holdAccounts } from '../../../lib/locks/redisson/redisson-base-lock';
 import { LockEngine } from '../../../lib/runtime/lock-engine';
 import { stallAfterAttempt } from '../attempt-stall';
@@ -23,7 +32,19 @@ import { holdSignal, LayoutKinds, reentryKind, type Body, type Layout } from './
 import { LayoutAudit } from './layout-audit';
 import { LeftBehind } from './left-behind';
 import { OwnerModelOps } from './owner-model-ops';
-import { describeSchedule, INSTANCES, NAMES, type AttemptStallOp, type FaultOp, type JobOp, type RestartOp, type Schedule, type TwiceOp } from './schedule';
+import {
+  describeSchedule,
+  INSTANCES,
+  NAMES,
+  type AttemptStallOp,
+  type FaultOp,
+  type HostileOp,
+  type JobOp,
+  type Name,
+  type RestartOp,
+  type Schedule,
+  type TwiceOp,
+} from './schedule';
 
 export const WATCHDOG = 900; // renewed every 300 ms
 const COMMAND_TIMEOUT = 300;
@@ -108,6 +129,24 @@ export async function runSchedule(env: RandomizedEnv, schedule: Schedule): Promi
   });
   const expected = (error: unknown) => error instanceof LockError;
 
+  // Issue 42 (layout 'redisson'): the application's keys of every type, written now and checked
+  // unchanged at the end; with fencedLocks, every plain body's token and the token counters' values
+  // in time order (a hostile call must never make a token go back, or two holds share one).
+  const hostileChecks = env.layout === 'redisson';
+  const appKeys = hostileChecks ? kinds.appKeys() : [];
+  for (const { key, write } of appKeys) await write(raw, key);
+  const appBefore = await Promise.all(appKeys.map(({ key }) => snapshot(raw, key)));
+  const fenced = hostileChecks && schedule.redisson?.fencedLocks === true;
+  const tokensSeen: Array<{ name: Name; token: number; who: string }> = [];
+  const counterReadings = new Map<Name, number[]>(NAMES.map((n) => [n, []]));
+  const readCounters = async (): Promise<void> => {
+    if (!fenced) return;
+    for (const n of NAMES) {
+      const value = await raw.get(`redisson_lock_token:{${kinds.lockName('plain', n)}}`).catch(() => undefined);
+      if (value !== undefined && value !== null) counterReadings.get(n)!.push(Number(value));
+    }
+  };
+
   const job = async (op: JobOp, index: number): Promise<void> => {
     const app = instances[op.instance];
     const who = `#${index}@${op.instance}`;
@@ -125,8 +164,9 @@ export async function runSchedule(env: RandomizedEnv, schedule: Schedule): Promi
       await sleep(0); // a lease that ended meanwhile aborts the signal from its timer
       if (!signal.aborted && !bodyOver) notGranted.push(`${who} (${op.kind} ${op.name}) ran with a live signal while Redis did not hold its lock (asked at ${witness.at(askedAt)})`);
     };
-    const body: Body = ({ signal }) =>
-      witness
+    const body: Body = ({ signal, fencingToken }) => {
+      if (fenced && op.kind === 'plain' && fencingToken !== undefined && !signal.aborted) tokensSeen.push({ name: op.name, token: fencingToken, who });
+      return witness
         .inside(
           who,
           resources,
@@ -157,6 +197,7 @@ export async function runSchedule(env: RandomizedEnv, schedule: Schedule): Promi
           mode,
         )
         .finally(() => (bodyOver = true));
+    };
     const runOptions: RunOptions = { waitTime: op.waitTime, leaseTime: op.leaseTime, signal: controller?.signal };
     if (op.skipIfLocked) runOptions.skipIfLocked = true;
     await kinds.runKind(app, op.kind, op.name, body, runOptions).catch((error: unknown) => {
@@ -182,6 +223,30 @@ export async function runSchedule(env: RandomizedEnv, schedule: Schedule): Promi
           if (!expected(error)) unexpected.push(`${who} unlock ${i + 1} of ${granted}: ${String(error)}`);
         });
     }
+  };
+
+  /**
+   * A hostile call (issue 42): a derived-key name is refused with InvalidLockNameError before anything
+   * is sent; an application key is a LockNameConflictError (or, while a fault keeps Redis from
+   * answering, could not be asked). Its body never runs.
+   */
+  const hostile = async (op: HostileOp, index: number): Promise<void> => {
+    const who = `#${index}@${op.instance}`;
+    const name = kinds.hostileName(op.target);
+    let ran = false;
+    const outcome = await kinds
+      .runNamed(instances[op.instance], op.kind, name, async () => (ran = true), { waitTime: 300 })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    const refused = op.target.shape === 'derived' ? outcome instanceof InvalidLockNameError : outcome instanceof LockNameConflictError;
+    const notAsked = op.target.shape === 'app' && (outcome instanceof LockUnavailableError || outcome instanceof LockShutdownError);
+    if (ran || !(refused || notAsked)) {
+      const got = ran ? 'its body ran' : outcome instanceof Error ? `${outcome.name}: ${outcome.message}` : 'it succeeded';
+      unexpected.push(`${who} hostile ${op.kind} on ${JSON.stringify(name)}: expected ${op.target.shape === 'derived' ? 'InvalidLockNameError' : 'LockNameConflictError'}, ${got}`);
+    }
+    await readCounters();
   };
 
   const fault = async (op: FaultOp): Promise<void> => {
@@ -234,6 +299,8 @@ export async function runSchedule(env: RandomizedEnv, schedule: Schedule): Promi
               return twice(op, index);
             case 'owner':
               return ownerModel.run(op, index);
+            case 'hostile':
+              return hostile(op, index);
           }
         })
         .finally(() => pending.delete(index)),
@@ -264,6 +331,26 @@ export async function runSchedule(env: RandomizedEnv, schedule: Schedule): Promi
       broken.push(...brokenAcrossProcesses(witness, stalled, child, schedule.child, kinds));
     }
     broken.push(...unexpected.map((u) => `unexpected error: ${u}`));
+    if (hostileChecks) {
+      const appAfter = await Promise.all(appKeys.map(({ key }) => snapshot(raw, key)));
+      appKeys.forEach(({ key }, i) => {
+        if (JSON.stringify(appAfter[i]) !== JSON.stringify(appBefore[i])) {
+          broken.push(`application key changed: ${key} was ${JSON.stringify(appBefore[i])}, now ${JSON.stringify(appAfter[i])}`);
+        }
+      });
+      await readCounters();
+      for (const [n, readings] of counterReadings) {
+        for (let i = 1; i < readings.length; i++) {
+          if (readings[i] < readings[i - 1]) broken.push(`fencing counter of ${n} went back: ${readings.join(', ')}`);
+        }
+        const tokens = tokensSeen.filter((seen) => seen.name === n);
+        const last = readings[readings.length - 1] ?? 0;
+        for (const seen of tokens) {
+          if (tokens.some((other) => other !== seen && other.token === seen.token)) broken.push(`two holds of ${n} got token ${seen.token} (${seen.who})`);
+          if (seen.token > last) broken.push(`${seen.who} got token ${seen.token} of ${n}, above its counter ${last}`);
+        }
+      }
+    }
     if (env.layout === 'redisson' && pending.size === 0) {
       // Every attempt answered (a late reply comes within its command timeout) and every grant
       // recorded or given back: nothing left for the hold accounts (docs/redisson-interop.md#hold-counts).

@@ -88,7 +88,24 @@ export interface TwiceOp {
   bodyMs: number;
   waitTime: number;
 }
-export type Op = JobOp | FaultOp | RestartOp | AttemptStallOp | TwiceOp | OwnerOp;
+/**
+ * Layout 'redisson' only (issue 42): a call of `kind` on a hostile name, which must be refused and
+ * change nothing: a name shaped like a derived key of the schedule's own locks (`derived`: one of
+ * `HOSTILE_SHAPES`, around lock `name`), refused with InvalidLockNameError; or an application key of
+ * some type (`app`: one of `APP_KEY_COUNT`, written before the schedule), a LockNameConflictError.
+ */
+export interface HostileOp {
+  type: 'hostile';
+  at: number;
+  instance: number;
+  kind: Kind;
+  target: { shape: 'derived'; which: number; name: Name } | { shape: 'app'; which: number };
+}
+export type Op = JobOp | FaultOp | RestartOp | AttemptStallOp | TwiceOp | OwnerOp | HostileOp;
+
+/** How many derived-key shapes and application keys a hostile op draws from (test/support/randomized/kinds.ts lists them). */
+export const HOSTILE_SHAPES = 12;
+export const APP_KEY_COUNT = 8;
 
 /** A child process with many waiters on one lock, killed or stopped mid-line. */
 export interface ChildPlan {
@@ -230,13 +247,30 @@ export const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
     .map((ops) => [...ops].sort((x, y) => x.at - y.at)),
 });
 
+const hostileArb: fc.Arbitrary<HostileOp> = fc.record({
+  type: fc.constant('hostile' as const),
+  at: fc.integer({ min: 0, max: 1_500 }),
+  instance: fc.integer({ min: 0, max: INSTANCES - 1 }),
+  kind: fc.constantFrom(...KINDS),
+  target: fc.oneof(
+    fc.record({ shape: fc.constant('derived' as const), which: fc.integer({ min: 0, max: HOSTILE_SHAPES - 1 }), name: nameArb }),
+    fc.record({ shape: fc.constant('app' as const), which: fc.integer({ min: 0, max: APP_KEY_COUNT - 1 }) }),
+  ),
+});
+
 /**
  * Layout 'redisson': the same schedules (the first element draws as `scheduleArb` alone does), plus
- * whether plain locks are Redisson's fenced locks (every acquisition increments a counter).
+ * whether plain locks are Redisson's fenced locks (every acquisition increments a counter), plus
+ * hostile calls (issue 42) mixed among the ops: names shaped like the schedule's own derived keys,
+ * and application keys of every type.
  */
 export const redissonScheduleArb: fc.Arbitrary<Schedule> = fc
-  .tuple(scheduleArb, fc.boolean())
-  .map(([schedule, fencedLocks]) => ({ ...schedule, redisson: { fencedLocks } }));
+  .tuple(scheduleArb, fc.boolean(), fc.array(hostileArb, { minLength: 1, maxLength: 4 }))
+  .map(([schedule, fencedLocks, hostile]) => ({
+    ...schedule,
+    ops: [...schedule.ops, ...hostile].sort((x, y) => x.at - y.at),
+    redisson: { fencedLocks },
+  }));
 
 /** One line per op, for a failure's report. */
 function describeOp(op: Op, index: number): string {
@@ -245,6 +279,10 @@ function describeOp(op: Op, index: number): string {
   if (op.type === 'restart') return `#${index} +${op.at}ms shut down instance ${op.instance} and start a new one`;
   if (op.type === 'stall-after-attempt') return `#${index} +${op.at}ms instance ${op.instance}: stall ${op.ms}ms right after every ${op.nth}${op.nth === 1 ? 'st' : op.nth === 2 ? 'nd' : 'rd'} acquiring attempt from now, ${op.times}x`;
   if (op.type === 'owner') return `#${index} +${op.at}ms instance ${op.instance} ${op.label}`;
+  if (op.type === 'hostile') {
+    const target = op.target.shape === 'derived' ? `derived-key shape ${op.target.which} of ${op.target.name}` : `application key ${op.target.which}`;
+    return `#${index} +${op.at}ms instance ${op.instance} hostile ${op.kind} on ${target}`;
+  }
   if (op.type === 'twice') return `#${index} +${op.at}ms instance ${op.instance} ${op.kind} ${op.name} twice on one lock object ${lease(op.leaseTime)} body ${op.bodyMs}ms wait ${op.waitTime}ms`;
   const linger = op.linger;
   const extras = [
