@@ -1,9 +1,9 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { LockExplorer } from './decorators/lock-explorer';
 import { LockErrorFilter } from './http/lock-error.filter';
 import { LockRequestInterceptor } from './http/lock-request.interceptor';
-import { LOCK_MODULE_OPTIONS, ConfigurableLockModule, RESOLVED_LOCK_OPTIONS } from './lock.module-definition';
+import { LOCK_MODULE_OPTIONS, LOCK_MODULE_OPTIONS_TYPE, ConfigurableLockModule, RESOLVED_LOCK_OPTIONS } from './lock.module-definition';
 import { LockInspector } from './introspection/lock-inspector';
 import { LockModuleOptions, resolveLockOptions, ResolvedLockOptions } from './lock.options';
 import { LockService } from './lock.service';
@@ -46,4 +46,12 @@ import { SemaphoreService } from './semaphores/semaphore.service';
   ],
   exports: [LockService, FairLockService, ReadWriteLockService, SemaphoreService],
 })
-export class LockModule extends ConfigurableLockModule {}
+export class LockModule extends ConfigurableLockModule {
+  /**
+   * Registers the module (global unless `isGlobal: false`). Every option has a default: with none,
+   * it connects to `redis://127.0.0.1:6379`.
+   */
+  static forRoot(options: typeof LOCK_MODULE_OPTIONS_TYPE = {}): DynamicModule {
+    return super.forRoot(options);
+  }
+}

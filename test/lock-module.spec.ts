@@ -1,6 +1,6 @@
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { LockModule, LockService, LockShutdownError } from '../lib';
+import { LOCK_MODULE_OPTIONS, LockModule, LockService, LockShutdownError } from '../lib';
 import { LockEngine } from '../lib/runtime/lock-engine';
 import { createLockApp, sleep, waitersQueued, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
@@ -53,6 +53,13 @@ describe('LockModule', () => {
       await expect(compile).rejects.toThrow(message);
       expect((await clientNames(redis)).length).toBe(before);
     });
+  });
+
+  it('forRoot() takes no argument (every option has a default) and is global by default', () => {
+    const module = LockModule.forRoot();
+    expect(module.global).toBe(true);
+    const options = module.providers?.find((p) => typeof p === 'object' && 'provide' in p && p.provide === LOCK_MODULE_OPTIONS);
+    expect(options).toMatchObject({ useValue: {} });
   });
 
   it('forRootAsync takes imports, inject and useFactory; isGlobal makes LockService visible everywhere', async () => {

@@ -63,7 +63,7 @@ function withKit(base: DynamicModule, replicas = 0): DynamicModule {
  * app's `LockModule.forRoot(...)` returned.
  */
 export class LockTestingModule extends LockModule {
-  static forRoot(options: LockTestingModuleOptions = {}): DynamicModule {
+  static override forRoot(options: LockTestingModuleOptions = {}): DynamicModule {
     loadFengari();
     const { replicas = 0, ...lockOptions } = options;
     if (!Number.isInteger(replicas) || replicas < 0) throw new Error(TESTING_KIT_BAD_REPLICAS(replicas));
