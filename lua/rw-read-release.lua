@@ -25,8 +25,10 @@ local wakeOneMessage = ARGV[4]
 
 local isWriter = redis.call('hget', rwKey, 'writer') == ownerId
 local heldEpisode = ARGV[8] or ''
-local count = tonumber(redis.call('hget', rwKey, readField))
-if count ~= nil and heldEpisode ~= '' and redis.call('hget', rwKey, 'since:' .. ownerId) ~= heldEpisode then
+-- One call for the count and the episode it belongs to.
+local readState = redis.call('hmget', rwKey, readField, 'since:' .. ownerId)
+local count = tonumber(readState[1])
+if count ~= nil and heldEpisode ~= '' and readState[2] ~= heldEpisode then
   -- That hold's episode ended: never a read hold of a later one.
   return nil
 end
