@@ -42,7 +42,7 @@ export function percentile(sorted: readonly number[], p: number): number {
 }
 
 export function formatReport(summaries: readonly EndpointSummary[]): string {
-  const header = ['endpoint', 'stock', 'requests', 'reserved', 'rejected', '423', 'failed', 'oversold', 'stock left', 'lock wait p50/p95/p99 ms'];
+  const header = ['endpoint', 'stock', 'requests', 'reserved', '409 sold out', '423', 'failed', 'oversold', 'stock left', 'lock wait p50/p95/p99 ms'];
   const rows = summaries.map((s) => [
     s.endpoint,
     String(s.stock),
