@@ -1,11 +1,11 @@
 import type { CallTicket } from '../redis/bounded-call';
-import type { HeldLock, HoldTerms } from '../runtime/held-locks';
+import { endHold, type HeldLock, type HoldTerms } from '../runtime/held-locks';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import { Acquisition, type Grant } from './acquisition';
 import { LockContender } from './lock-contender';
 import { LockNotHeldError } from '../errors';
-import { LOCK_LOST, LOST_NEW_EPISODE, LOST_REENTRY_ENDED } from '../lock.messages';
+import { LOST_NEW_EPISODE, LOST_REENTRY_ENDED } from '../lock.messages';
 import { HOLDS_OTHER_MODE, tokenText, type ReleaseResult } from './attempt-results';
 import { HoldHandles } from './hold-handles';
 import { confirmHandOver } from '../runtime/hand-over';
@@ -219,10 +219,7 @@ export abstract class BaseLock extends LockContender implements Lock, RunnableLo
 
   /** `hold` ended in Redis: forgotten here, and every body counting on it told. */
   protected episodeEnded(hold: HeldLock, reason: string): void {
-    this.engine.holds.forget(hold);
-    if (hold.aborted) return;
-    hold.lose(reason);
-    this.engine.logger.warn(LOCK_LOST(this.name, reason));
+    endHold(this.engine.holds, hold, reason, this.engine.logger);
   }
 
 }

@@ -1,9 +1,9 @@
 import type { CallTicket } from '../redis/bounded-call';
-import type { HeldLock } from '../runtime/held-locks';
+import { endHold, type HeldLock, type HeldLocks } from '../runtime/held-locks';
 import type { LockEngine } from '../runtime/lock-engine';
 import { monotonicNow } from '../runtime/monotonic-clock';
 import { LockNotHeldError } from '../errors';
-import { LOCK_LOST, LOST_RELEASE_FOUND_GONE } from '../lock.messages';
+import { LOST_RELEASE_FOUND_GONE } from '../lock.messages';
 import { HOLDS_OTHER_MODE, type ReleaseResult } from './attempt-results';
 
 /** A release whose outcome is unknown is sent again after this long, doubling up to the max. */
@@ -36,10 +36,10 @@ export interface HandleOwner {
  * record is one episode of its owner's hold: once it ended (lost, or a later grant began a new
  * episode) it is no longer the registry's current one, and a handle on it is owed.
  */
-export class HoldHandles {
+export class HandleList {
   private handles: HeldLock[] | undefined;
 
-  constructor(private readonly owner: HandleOwner) {}
+  constructor(private readonly site: { readonly engine: { readonly holds: HeldLocks } }) {}
 
   add(hold: HeldLock): void {
     (this.handles ??= []).push(hold);
@@ -53,7 +53,7 @@ export class HoldHandles {
 
   /** Whether a handle counts on a hold that ended here (its `unlock` settles that first). */
   get owesEnded(): boolean {
-    const { holds } = this.owner.engine;
+    const { holds } = this.site.engine;
     return this.handles?.some((hold) => !holds.isCurrent(hold)) ?? false;
   }
 
@@ -61,7 +61,7 @@ export class HoldHandles {
   takeForUnlock(): HeldLock | undefined {
     const handles = this.handles;
     if (!handles || handles.length === 0) return undefined;
-    const { holds } = this.owner.engine;
+    const { holds } = this.site.engine;
     let index = handles.length - 1;
     for (let i = 0; i < handles.length - 1; i++) {
       if (!holds.isCurrent(handles[i])) {
@@ -75,6 +75,13 @@ export class HoldHandles {
   /** Takes out the last handle (a `minHoldTime` keep of the run's own hold). */
   takeLast(): HeldLock | undefined {
     return this.handles?.pop();
+  }
+}
+
+/** A single-server lock object's handles, released through its kind's release of one episode. */
+export class HoldHandles extends HandleList {
+  constructor(private readonly owner: HandleOwner) {
+    super(owner);
   }
 
   /**
@@ -110,10 +117,7 @@ export class HoldHandles {
   private answered(counted: HeldLock | undefined, last: boolean, result: ReleaseResult | typeof HOLDS_OTHER_MODE): void {
     const { owner } = this;
     if (result === HOLDS_OTHER_MODE) {
-      if (counted) {
-        owner.engine.holds.restore(counted);
-        this.add(counted);
-      }
+      if (counted && owner.engine.holds.restore(counted)) this.add(counted);
       throw new LockNotHeldError(owner.name);
     }
     // Redis holds nothing more of this owner while holds remained here: they were lost.
@@ -148,9 +152,7 @@ export class HoldHandles {
   }
 
   private lostOnRelease(hold: HeldLock): void {
-    const { engine, name } = this.owner;
-    engine.holds.forget(hold);
-    hold.lose(LOST_RELEASE_FOUND_GONE);
-    engine.logger.warn(LOCK_LOST(name, LOST_RELEASE_FOUND_GONE));
+    const { engine } = this.owner;
+    endHold(engine.holds, hold, LOST_RELEASE_FOUND_GONE, engine.logger);
   }
 }

@@ -1,7 +1,8 @@
 import { LockError, LockNotHeldError, LockUnavailableError, ReentryEndedError } from '../errors';
 import { attemptOver, ownerTraffic, releaseSent, type OwnerTraffic } from './red-lock-traffic';
-import { LOCK_LOST, LOST_REENTRY_ENDED, REDLOCK_NO_MAJORITY } from '../lock.messages';
-import type { HeldLock, HoldTerms } from '../runtime/held-locks';
+import { LOST_REENTRY_ENDED, REDLOCK_NO_MAJORITY } from '../lock.messages';
+import { endHold, type HeldLock, type HoldTerms } from '../runtime/held-locks';
+import { HandleList } from './hold-handles';
 import type { LockEngine } from '../runtime/lock-engine';
 import type { RedisClient } from '../redis/redis-client';
 import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
@@ -74,7 +75,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
   /** The hold this object's last acquisition counted on while current, else the owner's current hold. */
   get hold(): HeldLock | undefined {
     const { holds } = this.engine;
-    const last = this.taken[this.taken.length - 1];
+    const last = this.taken.last;
     return last && holds.isCurrent(last) ? last : holds.get(this.lockKey, this.ownerId);
   }
 
@@ -92,9 +93,9 @@ export class RedLock implements OwnedLock, Contender<boolean> {
 
   /** The renewal with `ms` as the lease on every master (a majority must still hold it), in place of the release. */
   async keepHeldFor(ms: number): Promise<void> {
-    const hold = this.taken[this.taken.length - 1];
+    const hold = this.taken.last;
     if (!hold || !this.engine.holds.isCurrent(hold) || hold.holdCount > 1) return this.unlock();
-    this.taken.pop();
+    this.taken.takeLast();
     // Out of the registry first, as a release: the watchdog must not renew it past `ms` meanwhile.
     this.engine.holds.released(hold);
     // The exact renewal shortens the owner's one key on each master: like a release, it may reach a
@@ -125,8 +126,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
     const { holds } = this.engine;
     // The hold this object took: one owed to a hold that ended first, else the last. An ended one is
     // not sent (a release on the masters names no episode): nothing released.
-    const owed = this.taken.findIndex((taken) => !holds.isCurrent(taken));
-    const hold = this.taken.splice(owed >= 0 ? owed : this.taken.length - 1, 1)[0];
+    const hold = this.taken.takeForUnlock();
     if (!hold || !holds.isCurrent(hold)) throw new LockNotHeldError(this.name);
     // Out of the registry before the release goes out, so the watchdog cannot renew it meanwhile.
     if (!holds.released(hold)) return;
@@ -249,7 +249,8 @@ export class RedLock implements OwnedLock, Contender<boolean> {
   }
 
   private async round(leaseMs: number, traffic: OwnerTraffic): Promise<AttemptOutcome> {
-    const heldBefore = this.hold !== undefined;
+    // A re-entry only ever re-arms: also when the body's record went away since the lock asked.
+    const heldBefore = this.hold !== undefined || this.reenterOnly;
     const releasesBefore = traffic.releases;
     const startedAt = monotonicNow();
     const { quorum } = this.masters;
@@ -312,23 +313,18 @@ export class RedLock implements OwnedLock, Contender<boolean> {
    */
   reenterOnly = false;
 
-  /** This object's handles: the hold records its acquisitions counted on, in order (see `HoldHandles`). */
-  private readonly taken: HeldLock[] = [];
+  /** This object's handles: the hold records its acquisitions counted on (docs/owners-and-reentry.md#the-owner-model). */
+  private readonly taken = new HandleList(this);
 
   /** @internal Whether one of this object's handles counts on a hold that ended here. */
   get owesEndedHold(): boolean {
-    const { holds } = this.engine;
-    return this.taken.some((hold) => !holds.isCurrent(hold));
+    return this.taken.owesEnded;
   }
 
   /** @internal `hold` ended on a majority: forgotten here, its bodies told. */
   reentryEnded(hold: HeldLock): void {
     const { holds, logger } = this.engine;
-    if (!holds.isCurrent(hold)) return;
-    holds.forget(hold);
-    if (hold.aborted) return;
-    hold.lose(LOST_REENTRY_ENDED);
-    logger.warn(LOCK_LOST(this.name, LOST_REENTRY_ENDED));
+    if (holds.isCurrent(hold)) endHold(holds, hold, LOST_REENTRY_ENDED, logger);
   }
 
   /** @internal */
@@ -342,7 +338,7 @@ export class RedLock implements OwnedLock, Contender<boolean> {
       releaseOne: () => this.releaseEverywhere(),
       telemetry: this.engine.telemetry?.holdTelemetry(this.kind, this.name, options),
     };
-    this.taken.push(this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms));
+    this.taken.add(this.engine.holds.acquired(this.name, this.lockKey, this.ownerId, terms));
     return true;
   }
 

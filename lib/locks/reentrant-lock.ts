@@ -68,7 +68,8 @@ export class ReentrantLock extends BaseLock {
       const lockKey = this.lockKey;
       const keys = [lockKey, LockKeys.line(lockKey), LockKeys.fence(lockKey), LockKeys.lineDeadlines(lockKey), LockKeys.lineSeen(lockKey)];
       const args = [leaseMs, this.ownerId, requestId, fenceMemoryMs, publishCommand, WAKE_ONE, options.fairLockWaiterTimeout];
-      if (this.reenterOnly) args.push('1');
+      if (!this.reenterOnly) return scripts.reentrantFirstAttempt.run(client, keys, args, ticket, attemptResult);
+      args.push('1');
       return scripts.reentrantFirstAttempt.run(client, keys, args, ticket, attemptResult).then((result) => reentryAnswer(this, result));
     }
     return scripts.reentrantAcquire.run(

@@ -1,4 +1,6 @@
+import type { LoggerService } from '@nestjs/common';
 import { type LockError, LockLostError } from '../errors';
+import { LOCK_LOST } from '../lock.messages';
 import { monotonicNow } from './monotonic-clock';
 import type { ScriptCall } from '../redis/lua-script';
 import type { RedisClient } from '../redis/redis-client';
@@ -42,6 +44,17 @@ export interface HoldTerms {
   readonly releaseOne: () => Promise<unknown>;
   /** The hold's metrics (`lock.held`, `lock.hold.duration`, `lock.lost`), when telemetry is on. */
   readonly telemetry?: HoldTelemetry;
+}
+
+/**
+ * A hold that ended in Redis (lost, found gone, its episode over): out of the registry (nothing
+ * renews it), and its signal aborts with `LockLostError` (once), warned unless `warn` is false.
+ */
+export function endHold(holds: HeldLocks, hold: HeldLock, reason: string, logger: Pick<LoggerService, 'warn'>, warn = true): void {
+  holds.forget(hold);
+  if (hold.aborted) return;
+  hold.lose(reason);
+  if (warn) logger.warn(LOCK_LOST(hold.name, reason));
 }
 
 /**
@@ -261,15 +274,14 @@ export class HeldLocks {
    * Undoes `released` when the release did not apply (a read-write owner asked to release a mode it
    * does not hold while it holds the other one): the hold is counted, and renewed, again.
    */
-  restore(hold: HeldLock): void {
+  restore(hold: HeldLock): boolean {
     const current = this.get(hold.lockKey, hold.ownerId);
-    if (current && current !== hold) {
-      current.holdCount += 1;
-      return;
-    }
+    // A later episode's record replaced it meanwhile: that one counts only its own holds.
+    if (current && current !== hold) return false;
     hold.unremove();
     if (!current) this.add(hold);
     this.leaseChanged(hold);
+    return true;
   }
 
   /**
