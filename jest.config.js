@@ -9,4 +9,8 @@ module.exports = {
   testMatch: ['**/*.spec.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   testTimeout: 30000,
+  // Suites run in parallel workers (package.json's "test"), each starting its own redis-server
+  // processes on free ports; the slowest start first (test/support/slowest-first-sequencer.js).
+  testSequencer: '<rootDir>/test/support/slowest-first-sequencer.js',
+  globalSetup: '<rootDir>/test/support/global-setup.js',
 };

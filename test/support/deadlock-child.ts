@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
+import { TYPESCRIPT_CHILD_ARGS } from './child-process';
 
 /** An event the child printed, with when this process read it (performance.now()). */
 export type ChildEvent = { ev: string; id?: string; at: number } & Record<string, unknown>;
@@ -34,8 +35,8 @@ export class DeadlockChild {
 
   static spawn(): DeadlockChild {
     const fixture = join(__dirname, '..', 'fixtures', 'deadlock-random-chains.ts');
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', fixture], {
-      env: { ...process.env, TS_NODE_PROJECT: join(__dirname, '..', '..', 'tsconfig.json') },
+    const child = spawn(process.execPath, [...TYPESCRIPT_CHILD_ARGS, fixture], {
+      env: process.env,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     return new DeadlockChild(child);

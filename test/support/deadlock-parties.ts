@@ -5,6 +5,7 @@ import type Redis from 'ioredis';
 import { FairLockService, LockService, ReadWriteLockService, SemaphoreService, type LockModuleOptions } from '../../lib';
 import { counterKey, runChain, type ChainEvent, type ChainSpec, type ErrorInfo, type StormOptions, type StormResult, storm } from './deadlock-chains';
 import { waitFor } from './wait-for';
+import { TYPESCRIPT_CHILD_ARGS } from './child-process';
 
 /**
  * A party of a deadlock scenario: a process (this one, or a child) running scripted call chains
@@ -104,8 +105,8 @@ export class ChildParty implements Party {
   static async spawn(label: string, redisUrl: string, options: Partial<LockModuleOptions> = {}, apps = 1): Promise<ChildParty> {
     const child = spawn(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', join(__dirname, '..', 'fixtures', 'deadlock-party.ts'), redisUrl, JSON.stringify(options), String(apps)],
-      { env: { ...process.env, TS_NODE_PROJECT: join(__dirname, '..', '..', 'tsconfig.json') }, stdio: ['pipe', 'pipe', 'pipe'] },
+      [...TYPESCRIPT_CHILD_ARGS, join(__dirname, '..', 'fixtures', 'deadlock-party.ts'), redisUrl, JSON.stringify(options), String(apps)],
+      { env: process.env, stdio: ['pipe', 'pipe', 'pipe'] },
     );
     const party = new ChildParty(label, child);
     await waitFor(

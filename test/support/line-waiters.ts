@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
+import { TYPESCRIPT_CHILD_ARGS } from './child-process';
 
 /** One body of the child, on this process's `performance.now()` clock. */
 export interface ChildVisit {
@@ -52,8 +53,8 @@ export class LineWaitersChild {
 
   static spawn(): LineWaitersChild {
     const fixture = join(__dirname, '..', 'fixtures', 'line-waiters.ts');
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', fixture], {
-      env: { ...process.env, TS_NODE_PROJECT: join(__dirname, '..', '..', 'tsconfig.json') },
+    const child = spawn(process.execPath, [...TYPESCRIPT_CHILD_ARGS, fixture], {
+      env: process.env,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     return new LineWaitersChild(child);

@@ -38,12 +38,23 @@ function portIsFree(port: number): Promise<boolean> {
 const claimed = new Set<number>();
 
 /**
+ * Jest's parallel workers each draw ports from their own slice of 20000-29999 (JEST_WORKER_ID), so
+ * two workers never pick the same free port at the same moment; spawnRedis checks anyway that the
+ * server answering is the one it started.
+ */
+const PORT_SLICES = 8;
+const SLICE_SIZE = 10_000 / PORT_SLICES;
+// TEST_PORT_SLICE moves a whole jest run to other slices (.ci/compat runs two runs side by side).
+const slice = Number(process.env.TEST_PORT_SLICE ?? 0) + Number(process.env.JEST_WORKER_ID ?? 1) - 1;
+const sliceStart = 20_000 + (slice % PORT_SLICES) * SLICE_SIZE;
+
+/**
  * A free port whose `+ busOffset` twin is free too (a cluster node also listens on port + 10000),
  * below the ephemeral range so the kernel does not hand it to an outgoing connection meanwhile.
  */
 export async function freePortPair(busOffset = 0): Promise<number> {
   for (let i = 0; i < 200; i++) {
-    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    const port = sliceStart + Math.floor(Math.random() * SLICE_SIZE);
     if (claimed.has(port) || claimed.has(port + busOffset)) continue;
     if ((await portIsFree(port)) && (busOffset === 0 || (await portIsFree(port + busOffset)))) {
       claimed.add(port);
@@ -65,6 +76,26 @@ export function removeScratch(dir: string): void {
 
 export function waitForPing(port: number, deadlineMs = 10_000): Promise<void> {
   return waitForUrl(`redis://127.0.0.1:${port}`, deadlineMs);
+}
+
+/**
+ * Throws unless the server answering on `port` is `child` (INFO's process_id): with suites running
+ * in parallel, a server that failed to bind must not leave its test talking to another suite's.
+ */
+export async function answeredBy(port: number, child: ChildProcess): Promise<void> {
+  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => undefined);
+  try {
+    await probe.connect();
+    const info = String(await probe.info('server'));
+    const pid = Number(/process_id:(\d+)/.exec(info)?.[1]);
+    if (pid !== child.pid) {
+      child.kill('SIGKILL');
+      throw new Error(`port ${port} is answered by another process (pid ${pid}), not the redis-server just started (pid ${child.pid})`);
+    }
+  } finally {
+    probe.disconnect();
+  }
 }
 
 /**
@@ -97,6 +128,7 @@ export async function spawnRedis(
     }),
   );
   await waitForPing(port);
+  await answeredBy(port, child);
   const url = `redis://127.0.0.1:${port}`;
   const clients: Redis[] = [];
   return {

@@ -1,6 +1,7 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import Redis from 'ioredis';
-import { dockerReachable, freePort, waitForPing } from './local-redis';
+import { dockerReachable, waitForPing } from './local-redis';
+import { answeredBy, freePortPair } from './redis-process';
 import { redisServerBin } from './redis-binaries';
 
 export { freePort } from './local-redis';
@@ -48,14 +49,35 @@ export function startRedisBinary(binary: string, extraArgs: readonly string[] = 
 }
 
 async function startBinary(extraArgs: readonly string[], binary = redisServerBin()): Promise<TestRedis> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(
-    binary,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs],
-    { stdio: 'ignore' },
-  );
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await waitForPing(`redis://127.0.0.1:${port}`, 10_000);
+  // A port from this worker's slice; taken meanwhile by anything else, the server exits (or another
+  // answers): try another one.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePortPair();
+    const child: ChildProcess = spawn(
+      binary,
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs],
+      { stdio: 'ignore' },
+    );
+    let exitedEarly = false;
+    const exited = new Promise<void>((resolve) =>
+      child.once('exit', () => {
+        exitedEarly = true;
+        resolve();
+      }),
+    );
+    try {
+      await waitForPing(`redis://127.0.0.1:${port}`, 10_000, () => (exitedEarly ? 'the server exited' : undefined));
+      await answeredBy(port, child);
+    } catch (error) {
+      child.kill('SIGKILL');
+      if (attempt >= 3) throw error;
+      continue;
+    }
+    return serverOf(port, child, exited);
+  }
+}
+
+function serverOf(port: number, child: ChildProcess, exited: Promise<void>): TestRedis {
   return wrap(
     '127.0.0.1',
     port,
