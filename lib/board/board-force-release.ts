@@ -12,7 +12,6 @@ import {
   BOARD_AUDIT_REFUSED,
   BOARD_AUDIT_RELEASED,
   BOARD_BAD_RELEASE,
-  BOARD_NEEDS_LOCK_MODULE,
   BOARD_RELEASE_AUDIT,
   BOARD_WHY_CHANGED,
   BOARD_WHY_FREE,
@@ -24,6 +23,7 @@ import {
   quoteForLog,
 } from './lock-board.messages';
 import type { ResolvedLockBoardOptions } from './lock-board.options';
+import { lockModuleService } from './lock-module-service';
 
 /** What the page posts to `api/force-release`: the hold as the operator saw it. */
 export interface ForceReleaseRequest {
@@ -83,14 +83,10 @@ export class BoardForceRelease implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    try {
-      this.locks = this.moduleRef.get(LockService, { strict: false });
-      this.fairLocks = this.moduleRef.get(FairLockService, { strict: false });
-      this.readWriteLocks = this.moduleRef.get(ReadWriteLockService, { strict: false });
-      this.semaphores = this.moduleRef.get(SemaphoreService, { strict: false });
-    } catch {
-      throw new Error(BOARD_NEEDS_LOCK_MODULE);
-    }
+    this.locks = lockModuleService(this.moduleRef, LockService);
+    this.fairLocks = lockModuleService(this.moduleRef, FairLockService);
+    this.readWriteLocks = lockModuleService(this.moduleRef, ReadWriteLockService);
+    this.semaphores = lockModuleService(this.moduleRef, SemaphoreService);
   }
 
   /**

@@ -11,13 +11,13 @@ import {
   BOARD_FILTER_UNCHECKED,
   BOARD_FILTER_WAITING,
   BOARD_FORCE_RELEASE_REDISSON,
-  BOARD_NEEDS_LOCK_MODULE,
   BOARD_UNAVAILABLE,
   BOARD_WALK_NAMES_FULL,
   BOARD_WALK_PARTIAL,
   BOARD_WALK_TRUNCATED,
 } from './lock-board.messages';
 import type { ResolvedLockBoardOptions } from './lock-board.options';
+import { lockModuleService } from './lock-module-service';
 
 /** What the page's `api/snapshot` answers (docs/lock-board.md#api). */
 export interface BoardSnapshot {
@@ -85,12 +85,8 @@ export class BoardSnapshots implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    try {
-      this.engine = this.moduleRef.get(LockEngine, { strict: false });
-      this.inspector = this.moduleRef.get(LockInspector, { strict: false });
-    } catch {
-      throw new Error(BOARD_NEEDS_LOCK_MODULE);
-    }
+    this.engine = lockModuleService(this.moduleRef, LockEngine);
+    this.inspector = lockModuleService(this.moduleRef, LockInspector);
     // A board force release is conditional on the hold's stored token (docs/lock-board.md#force-release).
     if (this.options.allowForceRelease && this.engine.redisson) throw new Error(BOARD_FORCE_RELEASE_REDISSON);
     this.walk = new KeyspaceWalk(this.engine, this.inspector, this.options.keysPerRefresh, this.options.locksPerRefresh);

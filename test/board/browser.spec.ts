@@ -1,9 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { TestingModule } from '@nestjs/testing';
 import type { Browser, BrowserContext, Dialog, Page } from 'playwright-core';
 import { FairLockService, LockService, SemaphoreService, type Lock } from '../../lib';
+import { boardScript } from '../../lib/board/board-page';
 import { startRedis, type TestRedis } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
 import {
@@ -35,10 +36,24 @@ const ASSETS = join(__dirname, '..', '..', 'lib', 'board', 'assets');
 
 describe('lock board page: its script never parses strings as markup', () => {
   it('board.js sets no innerHTML / outerHTML / insertAdjacentHTML, writes no document, evaluates no string', () => {
-    const script = readFileSync(join(ASSETS, 'board.js'), 'utf8');
-    expect(script).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\s*\(|new Function|setAttribute\(\s*['"]on|createContextualFragment|DOMParser/);
-    // Timers only take functions.
-    expect(script).not.toMatch(/set(?:Timeout|Interval)\(\s*['"`]/);
+    // Every part of the script (assets/script/, joined into the served board.js), and what is served.
+    const parts = readdirSync(join(ASSETS, 'script')).filter((file) => file.endsWith('.js'));
+    expect(parts.length).toBeGreaterThan(1);
+    for (const script of [...parts.map((file) => readFileSync(join(ASSETS, 'script', file), 'utf8')), boardScript()]) {
+      expect(script).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\s*\(|new Function|setAttribute\(\s*['"]on|createContextualFragment|DOMParser/);
+      // Timers only take functions.
+      expect(script).not.toMatch(/set(?:Timeout|Interval)\(\s*['"`]/);
+    }
+  });
+
+  it('board.js is its parts joined in one strict-mode function, each part once', () => {
+    const script = boardScript();
+    expect(script.startsWith("(function () {\n'use strict';\n")).toBe(true);
+    expect(script.trimEnd().endsWith('})();')).toBe(true);
+    for (const file of readdirSync(join(ASSETS, 'script')).filter((name) => name.endsWith('.js'))) {
+      expect(script.split(`// ---- ${file} ----`)).toHaveLength(2);
+      expect(script).toContain(readFileSync(join(ASSETS, 'script', file), 'utf8').trimEnd());
+    }
   });
 
   it('board.html has no inline script, inline style or event handler attribute (the CSP allows none)', () => {
