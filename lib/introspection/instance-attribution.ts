@@ -1,7 +1,7 @@
 import { withTimeout } from '../redis/bounded-call';
 import { isCluster } from '../redis/redis-client';
 import { clientIdOf, parseInstance, type LockInstanceInfo } from '../runtime/instance-registry';
-import type { InspectionSource } from './lock-inspector';
+import type { InspectionSource } from './inspection-source';
 
 export type Instances = Map<string, LockInstanceInfo>;
 

@@ -5,11 +5,9 @@ import { NameGlob } from './name-glob';
 import { INSTANCES_BAD_COUNT, LIST_BAD_COUNT } from '../lock.messages';
 import { LuaScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
-import type { CallTicket } from '../redis/bounded-call';
-import type { InstanceRegistry } from '../runtime/instance-registry';
 import { InstanceAttribution, pairs, withInstance } from './instance-attribution';
 import { RedissonInspector } from './redisson-inspector';
-import type { RedissonRuntime } from '../layouts/redisson-runtime';
+import type { InspectionSource } from './inspection-source';
 import type {
   ListLocksOptions,
   LiveInstanceInfo,
@@ -17,10 +15,9 @@ import type {
   LiveInstancesOptions,
   LockHolderInfo,
   LockInfo,
-  LockInstanceInfo,
   LockWaiterInfo,
 } from './lock-info';
-import { heldSinceOfToken, recordedHeldSince } from './held-since';
+import { heldSinceOfToken, recordedHeldSince } from '../held-since';
 
 const scripts = {
   lock: LuaScript.named('lock-inspect'),
@@ -52,21 +49,6 @@ function waiterLimitArgs(options: InspectOptions): number[] {
   if (limit === undefined) return [];
   if (!Number.isSafeInteger(limit) || limit < 1) throw new TypeError(`waiterLimit must be a positive integer (got ${String(limit)})`);
   return [limit];
-}
-
-/**
- * The little the inspector reads from the module's engine (which satisfies it as is): the inspector
- * sits above the engine and the engine knows nothing of it.
- */
-export interface InspectionSource {
-  readonly client: RedisClient;
-  readonly keys: LockKeys;
-  readonly instances: InstanceRegistry;
-  /** Layout 'redisson': the locks are Redisson's keys (docs/redisson-interop.md#introspection). */
-  readonly redisson?: RedissonRuntime | undefined;
-  readonly options: { readonly keyPrefix: string; readonly commandTimeout: number; readonly maxNameLength: number };
-  /** One Redis call bounded by `commandTimeout`, a failure becoming a `LockUnavailableError`. */
-  call<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T>;
 }
 
 /**

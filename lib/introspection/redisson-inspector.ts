@@ -4,7 +4,7 @@ import { LuaScript } from '../redis/lua-script';
 import type { RedisClient } from '../redis/redis-client';
 import { InstanceAttribution, pairs, withInstance } from './instance-attribution';
 import type { LockHolderInfo, LockInfo, LockWaiterInfo } from './lock-info';
-import type { InspectionSource } from './lock-inspector';
+import type { InspectionSource } from './inspection-source';
 import type { NameGlob } from './name-glob';
 
 const scripts = {

@@ -1,5 +1,6 @@
 import { ReplyError } from 'ioredis';
-import { Keyspace, StatusReply, type Reply } from './keyspace';
+import { Keyspace } from './keyspace/keyspace';
+import { StatusReply, type Reply } from './keyspace/replies';
 import { LuaRunner } from './lua-runner';
 import { monotonicNow } from '../runtime/monotonic-clock';
 

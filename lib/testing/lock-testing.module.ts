@@ -6,7 +6,7 @@ import type { LockModuleOptions } from '../lock.options';
 import { LOCK_ENGINE_SEAM, type EngineSeam } from '../runtime/engine-seam';
 import { AcquisitionLog } from './acquisition-log';
 import { LockTestingControls } from './lock-testing-controls';
-import { loadFengari } from './lua-runner';
+import { loadFengari } from './fengari';
 import { SimulatedNetwork } from './simulated-network';
 
 /**

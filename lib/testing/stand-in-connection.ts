@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { KEYSPACE_COMMANDS, StatusReply, type Reply } from './keyspace';
+import { KEYSPACE_COMMANDS } from './keyspace/keyspace';
+import { StatusReply, type Reply } from './keyspace/replies';
 import type { AvailabilityListener, InMemoryRedis, Subscriber } from './in-memory-redis';
 
 /** What ioredis says when a command meets a connection that is closed or between reconnects. */

@@ -7,7 +7,8 @@ import type { LockEngine } from '../../runtime/lock-engine';
 import { Permit, type PermitSource } from '../permit';
 import { SemaphoreLimitError } from '../semaphore-errors';
 import { NEVER_EXPIRES, newPermitId } from './permit-ids';
-import type { RedissonSemaphore } from './redisson-semaphore';
+import type { RedissonRuntime } from '../../layouts/redisson-runtime';
+import { permitWaitTarget } from '../permit-wait';
 
 const acquireScript = LuaScript.named('redisson-pes-acquire');
 const ignore = (): undefined => undefined;
@@ -15,6 +16,27 @@ const ignore = (): undefined => undefined;
 /** Each granted Permit's ids (a `run`'s `minHoldTime` renews them exactly in place of the release). */
 const idsOfPermit = new WeakMap<Permit, readonly Buffer[]>();
 export const permitIdsOf = (permit: Permit): readonly Buffer[] | undefined => idsOfPermit.get(permit);
+
+/** What a request asks of its semaphore (`RedissonSemaphore` satisfies it): the request sits below it. */
+export interface RedissonPermitSource {
+  readonly name: string;
+  readonly engine: LockEngine;
+  /** The limit the request asks with. */
+  readonly permits: number;
+  /** `N`, Redisson's counter key, and its companions (`{N}:timeout`, `redisson_sc:{N}`, our marker). */
+  readonly redisKey: string;
+  readonly timeoutKey: string;
+  readonly channel: string;
+  readonly markerKey: string;
+  /** The semaphore's key in the hold registry. */
+  readonly holdKey: string;
+  /** Read per call: the start's probe decides the publish command and the subscriber's kind. */
+  readonly redisson: RedissonRuntime;
+  /** Gives back one acquisition's permits: 1 when all were leased and in time. */
+  giveBackIds(ids: readonly Buffer[]): Promise<number>;
+  /** Moves the permits' deadline to `leaseMs` from now: true when all were still leased. */
+  renewIds(ids: readonly Buffer[], leaseMs: number, exact: boolean): Promise<boolean>;
+}
 
 /**
  * One acquisition of permits in layout 'redisson', as the acquisition machine's contender. Its ids
@@ -33,7 +55,7 @@ export class RedissonPermitRequest implements Contender<Permit | null> {
   private readonly ids: readonly Buffer[];
 
   constructor(
-    private readonly semaphore: RedissonSemaphore,
+    private readonly semaphore: RedissonPermitSource,
     private readonly take: number,
   ) {
     this.engine = semaphore.engine;
@@ -55,17 +77,8 @@ export class RedissonPermitRequest implements Contender<Permit | null> {
   /** In-process only (Java holders keep no wait-for records: docs/redisson-interop.md#deadlocks). */
   get waitTarget(): WaitTarget {
     const { engine, semaphore, waiterId, take } = this;
-    return {
-      engine,
-      kind: 'semaphore',
-      name: semaphore.name,
-      lockKey: semaphore.holdKey,
-      ownerId: waiterId,
-      mode: 'permits',
-      need: take,
-      total: semaphore.permits,
-      crossProcess: false,
-    };
+    const { name, permits: total } = semaphore;
+    return permitWaitTarget({ engine, name, lockKey: semaphore.holdKey, ownerId: waiterId, need: take, total, crossProcess: false });
   }
 
   /** Seated before the attempt while others of this process wait (subscribed already); never before the start's probe decided the subscriber's kind. */

@@ -1,11 +1,7 @@
-import { LockTimeoutError } from '../../errors';
-import { INVALID_TAKE } from '../../lock.messages';
 import { REDISSON_NO_TOKEN } from '../../layouts/redisson.messages';
 import { RedissonNames } from '../../layouts/redisson-names';
-import { Acquisition } from '../../locks/acquisition';
-import { observeAcquire } from '../../metrics/lock-telemetry';
+import type { Contender } from '../../locks/acquisition';
 import { LuaScript } from '../../redis/lua-script';
-import { cancellable, type Cancellation } from '../../runtime/cancellation';
 import type { LockEngine } from '../../runtime/lock-engine';
 import type { Permit } from '../permit';
 import { Semaphore } from '../semaphore';
@@ -55,17 +51,6 @@ export class RedissonSemaphore extends Semaphore {
   override keepPermitFor(permit: Permit, ms: number): Promise<boolean> {
     const ids = permitIdsOf(permit);
     return ids ? this.renewIds(ids, ms, true) : Promise.resolve(false);
-  }
-
-  override async acquire(options?: AcquireOptions): Promise<Permit> {
-    const waitTime = options?.waitTime ?? Number.POSITIVE_INFINITY;
-    const permit = await this.acquireWithinTime(waitTime, options);
-    if (!permit) throw new LockTimeoutError(this.name, waitTime);
-    return permit;
-  }
-
-  override tryAcquire(options?: AcquireOptions): Promise<Permit | null> {
-    return this.acquireWithinTime(options?.waitTime ?? 0, options);
   }
 
   /** Permits free now: Redis's counter plus leases past their deadline (the next acquire reclaims them). */
@@ -140,25 +125,8 @@ export class RedissonSemaphore extends Semaphore {
     });
   }
 
-  private acquireWithinTime(waitMs: number, options: AcquireOptions | undefined): Promise<Permit | null> {
-    const { telemetry } = this.engine;
-    const run = (): Promise<Permit | null> => cancellable(options?.signal, (cancellation) => this.acquirePermits(waitMs, options, cancellation));
-    if (!telemetry) return run();
-    let permit: Permit | null = null;
-    return observeAcquire(telemetry, 'semaphore', this.name, options, () => undefined, () => run().then((granted) => (permit = granted) !== null)).then(
-      () => permit,
-    );
-  }
-
-  private acquirePermits(waitMs: number, options: AcquireOptions | undefined, cancellation: Cancellation | undefined): Promise<Permit | null> {
-    let contender: RedissonPermitRequest;
-    try {
-      const take = options?.take ?? 1;
-      if (!Number.isInteger(take) || take < 1 || take > this.permits) throw new RangeError(INVALID_TAKE(this.permits, take));
-      contender = new RedissonPermitRequest(this, take);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return Acquisition.start<Permit | null>(contender, waitMs, null, options, cancellation);
+  /** A request whose ids are made once, checked before any is. */
+  protected override request(options: AcquireOptions | undefined): Contender<Permit | null> {
+    return new RedissonPermitRequest(this, this.checkTake(options));
   }
 }
