@@ -8,7 +8,7 @@ import type { HeldLock } from '../runtime/held-locks';
 import { BaseLock } from './base-lock';
 import { AttemptResult, attemptResult, HOLDS_OTHER_MODE, lineRequest, reentryAnswer, ReleaseResult } from './attempt-results';
 import type { WaitKind, WaitMode } from '../deadlocks/wait-node';
-import type { Grant } from './acquisition';
+import type { Grant } from './acquisition/contender';
 import type { ForceUnlockOptions, LockOptions } from './lock';
 import { forceReleaseToken } from '../validators';
 import { FORCE_RELEASE_NO_TOKEN, LOST_NEW_EPISODE, LOST_READ_ENDED, LOST_WRITE_ENDED } from '../lock.messages';

@@ -7,7 +7,7 @@ import type { RedissonRuntime } from '../../layouts/redisson-runtime';
 import type { LockEngine } from '../../runtime/lock-engine';
 import type { Cancellation } from '../../runtime/cancellation';
 import type { WaitTarget } from '../../deadlocks/wait-node';
-import { attemptOnConnection, type AttemptOutcome, type Grant } from '../acquisition';
+import { attemptOnConnection, type AttemptOutcome, type Grant } from '../acquisition/contender';
 import { BaseLock } from '../base-lock';
 import { REENTRY_ENDED, type AttemptResult, type ReleaseResult } from '../attempt-results';
 import type { LockOptions } from '../lock';

@@ -2,7 +2,7 @@ import { LockTimeoutError } from '../../errors';
 import { INVALID_TAKE } from '../../lock.messages';
 import { REDISSON_NO_TOKEN } from '../../layouts/redisson.messages';
 import { RedissonNames } from '../../layouts/redisson-names';
-import { Acquisition } from '../../locks/acquisition';
+import { Acquisition } from '../../locks/acquisition/acquisition';
 import { observeAcquire } from '../../metrics/lock-telemetry';
 import { LuaScript } from '../../redis/lua-script';
 import { cancellable, type Cancellation } from '../../runtime/cancellation';
