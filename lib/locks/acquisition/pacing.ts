@@ -4,7 +4,7 @@ import type { LockUnavailableError } from '../../errors';
  * Pause after the n-th attempt in a row that could not reach Redis, or that found the lock busy
  * with no TTL to wait for (a key left without one): 50 ms doubling up to 1 s.
  */
-export const backOffMs = (failures: number): number => Math.min(1_000, 50 * 2 ** Math.min(failures - 1, 5));
+const backOffMs = (failures: number): number => Math.min(1_000, 50 * 2 ** Math.min(failures - 1, 5));
 
 /**
  * How long a waiter sleeps after a missed attempt (ms, at least 1): until the lock's TTL ends
