@@ -1,6 +1,6 @@
 import { ReentryEndedError } from '../errors';
 import type { HeldLock } from '../runtime/held-locks';
-import type { Grant } from './acquisition';
+import type { Grant } from './acquisition/contender';
 
 // What the single-server kinds' scripts answer, read the same way by every kind.
 

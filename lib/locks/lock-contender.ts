@@ -3,7 +3,7 @@ import type { CallTicket } from '../redis/bounded-call';
 import type { ScriptCall } from '../redis/lua-script';
 import type { LockEngine } from '../runtime/lock-engine';
 import type { LockKind } from '../metrics/lock-telemetry';
-import { attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
+import { attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition/contender';
 import type { AttemptResult, ReleaseResult } from './attempt-results';
 import type { WaitKind, WaitMode, WaitTarget } from '../deadlocks/wait-node';
 import type { LockOptions } from './lock';
@@ -67,7 +67,7 @@ export abstract class LockContender implements Contender<boolean> {
     return this.releaseOne(this.engine.ids.nextRequest());
   }
 
-  // The contender's side of an acquisition (see `Contender` in acquisition.ts).
+  // The contender's side of an acquisition (see `Contender` in acquisition/contender.ts).
 
   /** @internal What a wait for this lock waits for, as the deadlock check sees it (made when it waits). */
   get waitTarget(): WaitTarget {

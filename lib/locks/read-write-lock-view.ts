@@ -1,69 +1,27 @@
 import { LockUpgradeError } from '../errors';
 import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
-import { LuaScript, type ScriptCall } from '../redis/lua-script';
-import { WAKE_ALL, WAKE_ONE } from '../redis/unlock-subscriber';
+import type { ScriptCall } from '../redis/lua-script';
+import { WAKE_ALL } from '../redis/unlock-subscriber';
 import type { LockEngine } from '../runtime/lock-engine';
 import type { HeldLock } from '../runtime/held-locks';
 import { BaseLock } from './base-lock';
 import { AttemptResult, attemptResult, HOLDS_OTHER_MODE, lineRequest, reentryAnswer, ReleaseResult } from './attempt-results';
 import type { WaitKind, WaitMode } from '../deadlocks/wait-node';
-import type { Grant } from './acquisition';
+import type { Grant } from './acquisition/contender';
 import type { ForceUnlockOptions, LockOptions } from './lock';
 import { forceReleaseToken } from '../validators';
 import { FORCE_RELEASE_NO_TOKEN, LOST_NEW_EPISODE, LOST_READ_ENDED, LOST_WRITE_ENDED } from '../lock.messages';
-
-export type ReadWriteMode = 'read' | 'write';
-
-/** rw-write-acquire.lua: the owner holds only the read lock, so waiting for the write lock would never end. */
-const UPGRADE_REFUSED = -3;
-type ModeReleaseResult = ReleaseResult | typeof HOLDS_OTHER_MODE;
-
-const modeScripts = {
-  read: {
-    acquire: LuaScript.named('rw-read-acquire'),
-    release: LuaScript.named('rw-read-release'),
-    // Only writers wait while readers hold: the last reader out admits one of them.
-    releaseMessage: WAKE_ONE,
-  },
-  write: {
-    acquire: LuaScript.named('rw-write-acquire'),
-    release: LuaScript.named('rw-write-release'),
-    // A writer leaving (or downgrading) admits many readers.
-    releaseMessage: WAKE_ALL,
-  },
-} as const;
-const renewScript = LuaScript.named('rw-renew');
-const leaveScript = LuaScript.named('rw-line-leave');
-const holdCountScript = LuaScript.named('rw-hold-count');
-const forceReleaseScript = LuaScript.named('rw-force-release');
-
-/**
- * The watchdog's (and `minHoldTime`'s, a multi-lock's re-arm's) call to rw-renew.lua for one owner.
- * Its arguments are read at each call: while the owner's hold record counts write holds, Redis is
- * asked to confirm the owner is still the writer, so a write that ended in Redis is found lost even
- * when a read hold of the owner remains there (a read alone would otherwise keep renewing). Once the
- * record's signal aborted (its bodies were told), whatever the owner still holds is renewed as any
- * hold is, until released.
- */
-class ReadWriteRenewal implements ScriptCall {
-  readonly script = renewScript;
-  readonly keys: readonly string[];
-
-  constructor(
-    private readonly view: ReadWriteLockView,
-    private readonly leaseMs: number,
-    private readonly extendOnly: 0 | 1,
-  ) {
-    this.keys = [view.lockKey, LockKeys.readWriteLeases(view.lockKey)];
-  }
-
-  get args(): Array<number | string> {
-    const hold = this.view.hold;
-    const writerRequired = hold !== undefined && hold.writeHolds > 0 && !hold.aborted;
-    return [this.leaseMs, this.view.ownerId, this.extendOnly, writerRequired ? 1 : 0];
-  }
-}
+import {
+  forceReleaseScript,
+  holdCountScript,
+  leaveScript,
+  modeScripts,
+  ReadWriteRenewal,
+  UPGRADE_REFUSED,
+  type ModeReleaseResult,
+  type ReadWriteMode,
+} from './read-write-scripts';
 
 /**
  * One view (read or write) of a read-write lock (docs/architecture.md#read-write). Both views of one owner share its hold
@@ -240,7 +198,6 @@ export class ReadWriteLockView extends BaseLock {
   protected renewalCall(leaseMs: number, exact = false): ScriptCall {
     return new ReadWriteRenewal(this, leaseMs, exact ? 0 : 1);
   }
-
 
   /**
    * A waiter that gives up leaves the line, and gives back in the same script a hold a grant made to

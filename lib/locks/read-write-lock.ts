@@ -1,6 +1,7 @@
 import type { LockEngine } from '../runtime/lock-engine';
 import type { Lock } from './lock';
-import { ReadWriteLockView, type ReadWriteMode } from './read-write-lock-view';
+import { ReadWriteLockView } from './read-write-lock-view';
+import type { ReadWriteMode } from './read-write-scripts';
 import { ChainBoundLock } from './chain-bound-lock';
 import type { ChainBinding } from '../runtime/owner-context';
 

@@ -1,7 +1,8 @@
 import { LockTimeoutError } from '../errors';
 import { FORCE_RELEASE_BAD_PERMIT_ID, FORCE_RELEASE_BAD_TOKEN, INVALID_TAKE } from '../lock.messages';
 import { forceReleaseToken } from '../validators';
-import { Acquisition, type Contender } from '../locks/acquisition';
+import { Acquisition } from '../locks/acquisition/acquisition';
+import type { Contender } from '../locks/acquisition/contender';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import type { Permit } from './permit';
 import { PermitRequest } from './permit-request';

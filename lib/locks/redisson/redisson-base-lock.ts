@@ -7,8 +7,9 @@ import type { RedissonRuntime } from '../../layouts/redisson-runtime';
 import type { LockEngine } from '../../runtime/lock-engine';
 import type { Cancellation } from '../../runtime/cancellation';
 import type { WaitTarget } from '../../deadlocks/wait-node';
-import { attemptOnConnection, type AttemptOutcome, type Grant } from '../acquisition';
+import { attemptOnConnection, type AttemptOutcome, type Grant } from '../acquisition/contender';
 import { BaseLock } from '../base-lock';
+import { unlockLatchId } from './unlock-latch';
 import { REENTRY_ENDED, type AttemptResult, type ReleaseResult } from '../attempt-results';
 import type { LockOptions } from '../lock';
 import { HoldAccounts, type HoldAccount } from './hold-accounts';
@@ -213,7 +214,7 @@ export abstract class RedissonBaseLock extends BaseLock {
    */
   protected releaseOne(requestId: string, _grantedBy?: string, ticket?: CallTicket): Promise<ReleaseResult> {
     const { engine } = this;
-    const latchKey = RedissonNames.unlockLatch(this.redisKey, this.latchId(requestId));
+    const latchKey = RedissonNames.unlockLatch(this.redisKey, unlockLatchId(this.engine.ids.clientId, requestId));
     const { script, keys, args } = this.unlockCall(latchKey, engine.releaseRecordTtlMs, '');
     // Accounted for until answered (a resend has the same request id), or until its latch, and so
     // every resend of it, is surely over.
@@ -236,12 +237,6 @@ export abstract class RedissonBaseLock extends BaseLock {
       else this.settleAccount(this.account);
       return result;
     }, forgetLater);
-  }
-
-  /** 32 lowercase hex, unique per module instance and release: the client id's first half, then the counter. */
-  private latchId(requestId: string): string {
-    const client = this.engine.ids.clientId.replace(/-/g, '').slice(0, 16);
-    return client + parseInt(requestId, 36).toString(16).padStart(16, '0');
   }
 
   /** @internal Redisson's channel for the kind (messages only wake). */

@@ -6,7 +6,8 @@ import type { LockEngine } from '../../runtime/lock-engine';
 import type { RedissonRuntime } from '../../layouts/redisson-runtime';
 import { RedissonReadLock } from './redisson-read-lock';
 import { RedissonWriteLock } from './redisson-write-lock';
-import type { ReadWriteMode, RedissonReadWriteView } from './redisson-read-write-view';
+import type { ReadWriteMode } from '../read-write-scripts';
+import type { RedissonReadWriteView } from './redisson-read-write-view';
 
 const WRITER_SUFFIX = ':write';
 

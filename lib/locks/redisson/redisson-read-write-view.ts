@@ -5,9 +5,8 @@ import { REDISSON_NO_TOKEN, REDISSON_REUSED_AS_READ_WRITE } from '../../layouts/
 import type { LockEngine } from '../../runtime/lock-engine';
 import type { WaitKind, WaitMode } from '../../deadlocks/wait-node';
 import type { ForceUnlockOptions } from '../lock';
+import type { ReadWriteMode } from '../read-write-scripts';
 import { RedissonBaseLock } from './redisson-base-lock';
-
-export type ReadWriteMode = 'read' | 'write';
 
 /** redisson-write-acquire.lua: the owner holds only the read lock (waiting would never end). */
 export const UPGRADE_REFUSED = -3;

@@ -5,6 +5,7 @@ import type { RedisClient } from '../../redis/redis-client';
 import type { OwnerIds } from '../../runtime/owner-ids';
 import type { ForceUnlockOptions } from '../lock';
 import { ENDED, type MasterQuestion, type RedLockCalls } from '../red-lock-calls';
+import { unlockLatchId } from './unlock-latch';
 
 const scripts = {
   acquire: LuaScript.named('redisson-lock-acquire'),
@@ -68,7 +69,7 @@ export class RedissonRedLockCalls implements RedLockCalls {
    * owner held nothing here.
    */
   release(ownerId: string): MasterQuestion {
-    const latchKey = RedissonNames.unlockLatch(this.key, this.latchId());
+    const latchKey = RedissonNames.unlockLatch(this.key, unlockLatchId(this.ids.clientId, this.ids.nextRequest()));
     const keys = [this.key, this.channel, latchKey];
     const args = [ownerId, PUBLISH, this.latchTtlMs, ALL_HOLDS];
     return async (client) => {
@@ -83,11 +84,5 @@ export class RedissonRedLockCalls implements RedLockCalls {
     if (options?.fencingToken !== undefined) throw new TypeError(REDISSON_NO_TOKEN('forceUnlock'));
     const keys = [this.key, this.channel];
     return async (client) => (await scripts.forceRelease.run(client, keys, [PUBLISH, REDISSON_UNLOCK_MESSAGE])) === 1;
-  }
-
-  /** 32 lowercase hex, unique per module instance and release (as `RedissonBaseLock` makes them). */
-  private latchId(): string {
-    const client = this.ids.clientId.replace(/-/g, '').slice(0, 16);
-    return client + parseInt(this.ids.nextRequest(), 36).toString(16).padStart(16, '0');
   }
 }

@@ -1,4 +1,4 @@
-import { attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../../locks/acquisition';
+import { attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from '../../locks/acquisition/contender';
 import type { WaitTarget } from '../../deadlocks/wait-node';
 import type { LockOptions } from '../../locks/lock';
 import { LuaScript } from '../../redis/lua-script';

@@ -1,6 +1,6 @@
 import { REDISSON_NO_TOKEN } from '../../layouts/redisson.messages';
 import { RedissonNames } from '../../layouts/redisson-names';
-import type { Contender } from '../../locks/acquisition';
+import type { Contender } from '../../locks/acquisition/contender';
 import { LuaScript } from '../../redis/lua-script';
 import type { LockEngine } from '../../runtime/lock-engine';
 import type { Permit } from '../permit';
