@@ -3,10 +3,10 @@ import { join } from 'node:path';
 
 /**
  * The Node arguments that let a child process load TypeScript: transpile-only, as ts-node does, from
- * a cache on disk that the children of a run share (transpile-cache.js; a child starts in ~0.4 s of
+ * a cache on disk that the children of a run share (scripts/transpile-cache.js; a child starts in ~0.4 s of
  * CPU rather than 3-4 s).
  */
-export const TYPESCRIPT_CHILD_ARGS: readonly string[] = ['-r', join(__dirname, 'transpile-register.js')];
+export const TYPESCRIPT_CHILD_ARGS: readonly string[] = ['-r', join(__dirname, '..', '..', 'scripts', 'transpile-register.js')];
 
 /** Runs `test/fixtures/<name>.ts` in a child Node process. */
 export function spawnFixture(name: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {

@@ -1,12 +1,14 @@
 'use strict';
 /**
- * `node -r test/support/transpile-register.js file.ts` (see child-process.ts): what `ts-node/register/transpile-only` does for
- * the child processes the tests start, with a cache on disk. Each child used to transpile the
- * library again (about 3-4 s of CPU apiece, over a hundred children a run); here a file is
- * transpiled once (by the first child, or ahead of the run by test/support/global-setup.js) and
- * every later child reads the JavaScript. Same transform as ts-node's transpile-only mode
- * (`ts.transpileModule` with tsconfig.json's options: the repository sets `isolatedModules`), and
- * the module keeps its own `.ts` path, so `__dirname` and stack traces name the source.
+ * `node -r scripts/transpile-register.js file.ts`: what `ts-node/register/transpile-only` does, with
+ * a cache on disk, for the child processes the tests start (test/support/child-process.ts) and the
+ * docs' runnable samples (docs-check.js). Each child used to transpile the library again (3-4 s of
+ * CPU apiece, over a hundred children a test run); here a file is transpiled once (by the first
+ * child, or ahead of the run: test/support/global-setup.js) and every later child reads the
+ * JavaScript. Same transform as ts-node's transpile-only mode (`ts.transpileModule`: the repository
+ * sets `isolatedModules`), with the compiler options of tsconfig.json, or of the file that
+ * TRANSPILE_TSCONFIG names; the module keeps its own `.ts` path, so `__dirname` and stack traces
+ * name the source.
  *
  * The cache key is the source's content and the compiler options, so a stale entry is never used.
  */
@@ -15,16 +17,16 @@ const fs = require('node:fs');
 const path = require('node:path');
 const Module = require('node:module');
 
-const ROOT = path.join(__dirname, '..', '..');
+const ROOT = path.join(__dirname, '..');
+const TSCONFIG = process.env.TRANSPILE_TSCONFIG || path.join(ROOT, 'tsconfig.json');
 const CACHE_DIR = process.env.TRANSPILE_CACHE_DIR || path.join(ROOT, '.cache', 'transpiled');
 
 let compiler; // { ts, options, optionsKey }, loaded on the first miss only (loading TypeScript costs ~0.5 s)
 function loadCompiler() {
   if (compiler) return compiler;
   const ts = require('typescript');
-  const configPath = path.join(ROOT, 'tsconfig.json');
-  const { config } = ts.readConfigFile(configPath, ts.sys.readFile);
-  const { options } = ts.parseJsonConfigFileContent(config, ts.sys, ROOT);
+  const { config } = ts.readConfigFile(TSCONFIG, ts.sys.readFile);
+  const { options } = ts.parseJsonConfigFileContent(config, ts.sys, path.dirname(TSCONFIG));
   // What the transform needs; declarations and source maps are of no use to a test child.
   Object.assign(options, { declaration: false, sourceMap: false, inlineSourceMap: false, noEmit: false });
   compiler = { ts, options };
@@ -33,7 +35,7 @@ function loadCompiler() {
 
 // The options that change the emitted code, read without loading TypeScript (a hit needs none).
 const OPTIONS_KEY = createHash('sha1')
-  .update(fs.readFileSync(path.join(ROOT, 'tsconfig.json')))
+  .update(fs.readFileSync(TSCONFIG))
   .update(require('typescript/package.json').version)
   .digest('hex')
   .slice(0, 12);

@@ -1,0 +1,3 @@
+'use strict';
+// `node -r ./scripts/transpile-register.js file.ts`: .ts files load through transpile-cache.js.
+require('./transpile-cache').register();
