@@ -1,9 +1,10 @@
 import { LockError, LockNotHeldError, LockUnavailableError, ReentryEndedError } from '../errors';
 import { attemptOver, ownerTraffic, releaseSent, type OwnerTraffic } from './red-lock-traffic';
 import { LOST_REENTRY_ENDED, REDLOCK_NO_MAJORITY } from '../lock.messages';
-import { endHold, type HeldLock, type HoldTerms } from '../runtime/held-locks';
+import type { HeldLock, HoldTerms } from '../runtime/held-locks';
+import { endHold } from '../runtime/hold-registry';
 import { HandleList } from './hold-handles';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 import type { RedisClient } from '../redis/redis-client';
 import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
 import { Acquisition, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition';
@@ -14,7 +15,7 @@ import type { OwnedLock } from './owned-lock';
 import { heldLocksOf, runContextOf } from './owned-lock';
 import type { WaitTarget } from '../deadlocks/wait-node';
 import { leaseDriftMs } from '../runtime/held-locks';
-import { monotonicNow } from '../runtime/monotonic-clock';
+import { monotonicNow } from '../monotonic-clock';
 import { ENDED, type RedLockCalls } from './red-lock-calls';
 
 /**

@@ -10,7 +10,7 @@ import type { AcquireOptions, SemaphoreForceReleaseOptions, SemaphoreInfo, Semap
 import { LuaScript } from '../redis/lua-script';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { HoldTerms } from '../runtime/held-locks';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 import { confirmHandOver } from '../runtime/hand-over';
 import { SemaphoreLimitError } from './semaphore-errors';
 import type { WaitTarget } from '../deadlocks/wait-node';

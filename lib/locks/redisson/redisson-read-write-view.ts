@@ -2,7 +2,7 @@ import { LockUpgradeError } from '../../errors';
 import { LuaScript } from '../../redis/lua-script';
 import { RedissonNames } from '../../layouts/redisson-names';
 import { REDISSON_NO_TOKEN, REDISSON_REUSED_AS_READ_WRITE } from '../../layouts/redisson.messages';
-import type { LockEngine } from '../../runtime/lock-engine';
+import type { LockEngine } from '../../engine/lock-engine';
 import type { WaitKind, WaitMode } from '../../deadlocks/wait-node';
 import type { ForceUnlockOptions } from '../lock';
 import { RedissonBaseLock } from './redisson-base-lock';

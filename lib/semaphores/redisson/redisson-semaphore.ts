@@ -6,7 +6,7 @@ import { Acquisition } from '../../locks/acquisition';
 import { observeAcquire } from '../../metrics/lock-telemetry';
 import { LuaScript } from '../../redis/lua-script';
 import { cancellable, type Cancellation } from '../../runtime/cancellation';
-import type { LockEngine } from '../../runtime/lock-engine';
+import type { LockEngine } from '../../engine/lock-engine';
 import type { Permit } from '../permit';
 import { Semaphore } from '../semaphore';
 import type { AcquireOptions, SemaphoreForceReleaseOptions, SemaphoreInfo } from '../semaphore.options';
