@@ -5,7 +5,7 @@ import { RedissonFairLock } from './locks/redisson/redisson-fair-lock';
 import { checkLockName } from './validators';
 import { lockForChain } from './locks/chain-bound-lock';
 import type { OwnedLock } from './locks/owned-lock';
-import { LockEngine } from './runtime/lock-engine';
+import { LockEngine } from './engine/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
 import { runNamed } from './locks/run-locked';
 import type { LockInfo } from './introspection/lock-info';

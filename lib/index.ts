@@ -1,7 +1,7 @@
 export { LockModule } from './lock.module';
 export { LOCK_MODULE_OPTIONS } from './lock.module-definition';
 export type { LockModuleOptions, RedLockOptions, RedisConnectionOption } from './lock.options';
-export type { RedissonLayoutOptions, RedissonNameMapper } from './layouts/redisson-options';
+export type { RedissonLayoutOptions, RedissonNameMapper } from './layout.options';
 export { LockService } from './lock.service';
 export { FairLockService } from './fair-lock.service';
 export { ReadWriteLockService } from './read-write-lock.service';

@@ -9,8 +9,8 @@ import { LockModuleOptions, resolveLockOptions, ResolvedLockOptions } from './lo
 import { LockService } from './lock.service';
 import { FairLockService } from './fair-lock.service';
 import { ReadWriteLockService } from './read-write-lock.service';
-import { LockEngine } from './runtime/lock-engine';
-import { EngineSeam, LOCK_ENGINE_SEAM } from './runtime/engine-seam';
+import { LockEngine } from './engine/lock-engine';
+import { EngineSeam, LOCK_ENGINE_SEAM } from './engine/engine-seam';
 import { SemaphoreService } from './semaphores/semaphore.service';
 
 /**

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { INVALID_OPTION, UNKNOWN_OPTION } from './lock.messages';
-import { resolveLayout, type LockLayoutName, type RedissonLayoutOptions, type ResolvedRedissonOptions } from './layouts/redisson-options';
+import { resolveLayout, type LockLayoutName, type RedissonLayoutOptions, type ResolvedRedissonOptions } from './layout.options';
 
 /** An ioredis client the user owns (never closed by the library), a URL, or ioredis options. */
 export type RedisConnectionOption = Redis | Cluster | RedisOptions | string;

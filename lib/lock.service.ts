@@ -10,7 +10,7 @@ import { NativeRedLockCalls } from './locks/red-lock-calls';
 import { RedissonRedLockCalls } from './locks/redisson/redisson-red-lock-calls';
 import { ReentrantLock } from './locks/reentrant-lock';
 import { RedissonLock } from './locks/redisson/redisson-lock';
-import { LockEngine } from './runtime/lock-engine';
+import { LockEngine } from './engine/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
 import { runLocked, runNamed } from './locks/run-locked';
 import type { ListLocksOptions, LiveInstances, LiveInstancesOptions, LockInfo } from './introspection/lock-info';

@@ -7,7 +7,7 @@ import type { ReadWriteMode } from './locks/read-write-scripts';
 import { RedissonReadWriteLock, redissonReadWriteView } from './locks/redisson/redisson-read-write-lock';
 import type { OwnedLock } from './locks/owned-lock';
 import { checkLockName } from './validators';
-import { LockEngine } from './runtime/lock-engine';
+import { LockEngine } from './engine/lock-engine';
 import { LockInspector } from './introspection/lock-inspector';
 import { runNamed } from './locks/run-locked';
 import type { LockInfo } from './introspection/lock-info';

@@ -4,7 +4,7 @@ import { Test, TestingModule } from '@nestjs/testing';
 import http from 'node:http';
 import Redis from 'ioredis';
 import { FairLock, FairLockService, LockModule, LockService, ReadWriteLockService } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { createLockApp, waitersQueued, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 

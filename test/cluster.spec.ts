@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import calculateSlot from 'cluster-key-slot';
 import type { Cluster } from 'ioredis';
 import { FairLockService, Lock, LockLostError, LockService, LockUnavailableError, ReadWriteLockService } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { completion, spawnFixture } from './support/child-process';
 import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';
 import { describeOnCluster, namesOnEveryMaster, startRedisCluster, TestRedisCluster, shardSubscribers } from './support/redis-cluster';

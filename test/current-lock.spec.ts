@@ -15,7 +15,7 @@ import {
   ReadWriteLockService,
   WriteLock,
 } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 

@@ -2,7 +2,7 @@ import { Inject, Injectable, Module, Type } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { DistributedLock, KeyTemplateError, LockModule, LockModuleOptions, LockService } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { startRedis, TestRedis } from './support/redis-server';
 import { releasesSettled } from './support/lock-app';
 

@@ -3,7 +3,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type { Cluster } from 'ioredis';
 import type Redis from 'ioredis';
 import { FairLockService, Lock, LockInfo, LockService, ReadWriteLockService } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { createLockApp, waitUntil } from './support/lock-app';
 import { describeOnCluster, namesOnEveryMaster, startRedisCluster, TestRedisCluster } from './support/redis-cluster';
 import type { RedisProcess } from './support/redis-process';

@@ -6,7 +6,7 @@ import { FairLockService, LockInfo, LockService, ReadWriteLockService, Semaphore
 import { LockInspector } from '../lib/introspection/lock-inspector';
 import { LockKeys } from '../lib/redis/lock-keys';
 import { LUA_SOURCES } from '../lib/redis/lua-sources.generated';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { SemaphoreKeys } from '../lib/semaphores/semaphore-keys';
 import { spawnFixture } from './support/child-process';
 import { createLockApp, waitUntil } from './support/lock-app';

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { LockService } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { waitUntil } from './support/lock-app';
 import { ENGINES, type ContractEngine, type EngineHandle } from './support/lock-contract';
 

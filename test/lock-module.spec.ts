@@ -1,7 +1,7 @@
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LOCK_MODULE_OPTIONS, LockModule, LockService, LockShutdownError } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { createLockApp, sleep, waitersQueued, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 

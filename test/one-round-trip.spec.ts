@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { DistributedLock, FairLockService, LockService, ReadWriteLockService, SemaphoreService } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { CapturedLogs, createFaultApp } from './faults/fault-app';
 import { createLockApp, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';

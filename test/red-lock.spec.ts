@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
 import { LockError, LockLostError, LockService, LockShutdownError, LockTimeoutError, LockUnavailableError } from '../lib';
 import type { RedLock } from '../lib/locks/red-lock';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { runLocked } from '../lib/locks/run-locked';
 import { CommandMonitor, scriptCallWith } from './support/command-monitor';
 import { createLockApp, deferred, sleep, waitUntil } from './support/lock-app';

@@ -3,7 +3,7 @@ import { Cron, ScheduleModule } from '@nestjs/schedule';
 import { Test, type TestingModule } from '@nestjs/testing';
 import type { ChildProcess } from 'node:child_process';
 import { DistributedLock, LockModule, LockService, type LockRunContext } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { completion, printed, spawnFixture } from './support/child-process';
 import { sleep, waitUntil } from './support/lock-app';
 import { startRedis, type TestRedis } from './support/redis-server';

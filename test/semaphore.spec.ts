@@ -8,7 +8,7 @@ import {
   SemaphoreLimitError,
   SemaphoreService,
 } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 // The public API exports Permit as a type only; the class itself is for instanceof here.
 import { Permit } from '../lib/semaphores/permit';
 import { createLockApp, deferred, waitUntil } from './support/lock-app';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Test } from '@nestjs/testing';
 import { LockError, LockModule, LockService } from '../lib';
 import { parseServerInfo, versionRefusal } from '../lib/redis/server-version';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { createLockApp, waitUntil } from './support/lock-app';
 import { freePort, waitForPing } from './support/local-redis';
 import { startRedisCluster, TestRedisCluster } from './support/redis-cluster';

@@ -22,7 +22,7 @@ import {
 } from '../lib';
 import type { RedLock } from '../lib/locks/red-lock';
 import { runLocked } from '../lib/locks/run-locked';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { createLockApp, releasesSettled, waitersQueued, waitUntil } from './support/lock-app';
 import { freePort, startRedis, type TestRedis } from './support/redis-server';
 

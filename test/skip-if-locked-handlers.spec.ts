@@ -5,7 +5,7 @@ import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import request from 'supertest';
 import { DistributedLock, DistributedSemaphore, LockModule, LockService } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { startRedis, TestRedis } from './support/redis-server';
 
 /**

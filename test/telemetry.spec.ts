@@ -22,7 +22,7 @@ import {
   LockUnavailableError,
   SemaphoreService,
 } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { createLockApp, waitersQueued, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 

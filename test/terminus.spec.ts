@@ -3,7 +3,7 @@ import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminu
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { LockModule, LockService } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { LockHealthIndicator } from '../lib/terminus';
 import { waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';

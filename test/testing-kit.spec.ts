@@ -15,7 +15,7 @@ import {
 } from '../lib';
 import { LockTestingControls, LockTestingModule } from '../lib/testing';
 import { leaseDriftMs } from '../lib/runtime/held-locks';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { deferred, waitUntil } from './support/lock-app';
 import { kitEngine, type EngineHandle } from './support/lock-contract';
 

@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { LockService } from '../lib';
-import { LockEngine } from '../lib/runtime/lock-engine';
+import { LockEngine } from '../lib/engine/lock-engine';
 import { createLockApp, waitUntil } from './support/lock-app';
 import { startRedis, TestRedis } from './support/redis-server';
 

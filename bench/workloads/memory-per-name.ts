@@ -43,7 +43,7 @@ export interface MemoryResult {
 }
 
 const CONCURRENCY = 64;
-/** The release records' lifetime (lib/runtime/lock-engine.ts) and a margin. */
+/** The release records' lifetime (lib/engine/lock-engine.ts) and a margin. */
 const RECORDS_GONE_AFTER_MS = 10_500;
 
 function nameOf(index: number, length: number): string {

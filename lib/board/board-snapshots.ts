@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { LiveInstanceInfo, LockInfo } from '../introspection/lock-info';
 import { LockInspector } from '../introspection/lock-inspector';
-import { LockEngine } from '../runtime/lock-engine';
+import { LockEngine } from '../engine/lock-engine';
 import { ContentionHistory, type BoardContention } from './contention-history';
 import { BoardFilters, MatchBudget } from './board-filters';
 import { KeyspaceWalk, MAX_KNOWN_NAMES, type WalkResult } from './keyspace-walk';

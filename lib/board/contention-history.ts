@@ -1,6 +1,6 @@
 import { decodeContention, type ContentionCounters } from '../metrics/contention-stats';
 import { contentionKeyOf, InstanceRegistry } from '../runtime/instance-registry';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 import type { BoardFilter, MatchBudget, Matchable } from './board-filters';
 
 /** Points kept per name (one per refresh that saw a change anywhere). */

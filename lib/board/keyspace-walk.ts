@@ -2,7 +2,7 @@ import type { LockInfo } from '../introspection/lock-info';
 import type { LockInspector } from '../introspection/lock-inspector';
 import { escapeRedisGlob } from '../redis/redis-glob';
 import type { RedisClient } from '../redis/redis-client';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 import { MatchBudget, type BoardFilter, type Matchable } from './board-filters';
 import { BOARD_WAITERS_PER_LOCK } from './lock-board.options';
 

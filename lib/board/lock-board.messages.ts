@@ -15,7 +15,7 @@ export const BOARD_GUARD_UNRESOLVED = (name: string, error: unknown): string =>
   `LockBoardModule could not create its guard ${name}: ${error instanceof Error ? error.message : String(error)}`;
 
 /** Board start error with a LockModule in layout 'redisson' (the text is the layout's). */
-export { REDISSON_BOARD_FORCE_RELEASE as BOARD_FORCE_RELEASE_REDISSON } from '../layouts/redisson.messages';
+export { REDISSON_BOARD_FORCE_RELEASE as BOARD_FORCE_RELEASE_REDISSON } from '../messages/redisson.messages';
 
 export const BOARD_FORCE_RELEASE_OFF = 'Force release is off on this board (LockBoardModule option allowForceRelease)';
 

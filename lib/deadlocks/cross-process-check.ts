@@ -1,8 +1,7 @@
 import { LockDeadlockError, type DeadlockStep } from '../errors';
 import { LuaScript } from '../redis/lua-script';
-import type { LockEngine } from '../runtime/lock-engine';
-import { monotonicNow } from '../runtime/monotonic-clock';
-import type { ChainHold, WaitKind, WaitMode, WaitNode } from './wait-node';
+import { monotonicNow } from '../monotonic-clock';
+import type { ChainHold, DeadlockEngine, WaitKind, WaitMode, WaitNode } from './wait-node';
 import { sameDeployment } from './deployment';
 
 const scripts = {
@@ -70,7 +69,7 @@ interface Watch {
 export class CrossProcessDeadlocks {
   private readonly watches = new Map<WaitNode, Watch>();
 
-  constructor(private readonly engine: LockEngine) {}
+  constructor(private readonly engine: DeadlockEngine) {}
 
   private get periodMs(): number {
     return this.engine.options.deadlockCheckAfter;

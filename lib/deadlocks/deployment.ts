@@ -1,8 +1,8 @@
 import { isCluster, type RedisClient } from '../redis/redis-client';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { DeadlockEngine } from './wait-node';
 
 /** Whether two module instances reach the same Redis deployment (records of one are read by the other's steps). */
-export function sameDeployment(a: LockEngine, b: LockEngine): boolean {
+export function sameDeployment(a: DeadlockEngine, b: DeadlockEngine): boolean {
   return a === b || a.client === b.client || (deploymentOf(a.client) !== undefined && deploymentOf(a.client) === deploymentOf(b.client));
 }
 

@@ -1,7 +1,6 @@
 import type { DeadlockStep } from '../errors';
 import type { HeldLock } from '../runtime/held-locks';
-import type { LockEngine } from '../runtime/lock-engine';
-import { keptByWatchdog, stillHeld, type ChainHold, type WaitNode } from './wait-node';
+import { keptByWatchdog, stillHeld, type ChainHold, type DeadlockEngine, type WaitNode } from './wait-node';
 import { sameDeployment } from './deployment';
 
 /** How many waits of a lock in this process a semaphore or read wait looks through for those ahead of it (more: not seen here). */
@@ -18,7 +17,7 @@ export interface FoundCycle {
 /** A hold a wait needs released, the module instance it was taken through, and the wait ahead in line it comes through (if so). */
 interface Blocker {
   readonly hold: HeldLock;
-  readonly engine: LockEngine;
+  readonly engine: DeadlockEngine;
   readonly via: WaitNode | undefined;
 }
 
@@ -31,16 +30,16 @@ export class WaitForGraph {
   /** Waits by the hold they hold up (from their call chain). */
   private readonly waitsByHold = new Map<HeldLock, Set<WaitNode>>();
   /** Waits by the lock they wait for, in registration order (engine's lock key). */
-  private readonly waitsByLock = new Map<LockEngine, Map<string, Set<WaitNode>>>();
+  private readonly waitsByLock = new Map<DeadlockEngine, Map<string, Set<WaitNode>>>();
   /** The process's running module instances: a lock's holders are those of every one on its Redis. */
-  private readonly engines = new Set<LockEngine>();
+  private readonly engines = new Set<DeadlockEngine>();
 
   /** A module instance started (its holds count for waits of the others on the same Redis). */
-  addEngine(engine: LockEngine): void {
+  addEngine(engine: DeadlockEngine): void {
     this.engines.add(engine);
   }
 
-  removeEngine(engine: LockEngine): void {
+  removeEngine(engine: DeadlockEngine): void {
     this.engines.delete(engine);
   }
 
@@ -48,7 +47,7 @@ export class WaitForGraph {
    * This process's holders of a lock: through the waiting module instance and every other one that
    * reaches the same Redis (the same key there is the same lock).
    */
-  private *holdersOf(engine: LockEngine, lockKey: string): Iterable<readonly [HeldLock, LockEngine]> {
+  private *holdersOf(engine: DeadlockEngine, lockKey: string): Iterable<readonly [HeldLock, DeadlockEngine]> {
     const own = engine.holds.holdersOf(lockKey);
     if (own) for (const hold of own.values()) yield [hold, engine];
     for (const other of this.engines) {
@@ -136,7 +135,7 @@ export class WaitForGraph {
     if (holders.length === 0) return [];
     const found: Blocker[] = [];
     const taken = new Set<HeldLock>();
-    const add = ([hold, through]: readonly [HeldLock, LockEngine], via: WaitNode | undefined): void => {
+    const add = ([hold, through]: readonly [HeldLock, DeadlockEngine], via: WaitNode | undefined): void => {
       if (taken.has(hold) || hold.ownerId === ownerId || !keptByWatchdog(hold)) return;
       taken.add(hold);
       found.push({ hold, engine: through, via });
@@ -184,7 +183,7 @@ export class WaitForGraph {
 }
 
 /** A step whose owner runs in this process, through module instance `engine`. */
-function localStep(lock: string, engine: LockEngine, owner: string, inLine: boolean): DeadlockStep {
+function localStep(lock: string, engine: DeadlockEngine, owner: string, inLine: boolean): DeadlockStep {
   const { host, pid, clientName } = engine.instances.self;
   return { lock, owner, ...(inLine ? { inLine } : {}), instance: { host, pid, clientName } };
 }

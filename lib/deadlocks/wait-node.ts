@@ -1,6 +1,24 @@
-import type { HeldLock, HeldLocks } from '../runtime/held-locks';
+import type { CallTicket } from '../redis/bounded-call';
+import type { RedisClient } from '../redis/redis-client';
+import type { HeldLock } from '../runtime/held-locks';
+import type { HeldLocks } from '../runtime/hold-registry';
+import type { InstanceRegistry } from '../runtime/instance-registry';
 import { innermostFrame, type OwnerFrame } from '../runtime/owner-context';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { OwnerIds } from '../runtime/owner-ids';
+
+/**
+ * A module instance as deadlock detection sees it (its `LockEngine` is one): the connection and the
+ * bounded calls its records and steps go through, its hold registry, its client id and identity, and
+ * how long a wait lasts before it is checked across processes.
+ */
+export interface DeadlockEngine {
+  readonly client: RedisClient;
+  readonly holds: HeldLocks;
+  readonly ids: Pick<OwnerIds, 'clientId'>;
+  readonly instances: Pick<InstanceRegistry, 'self'>;
+  readonly options: { readonly deadlockCheckAfter: number };
+  call<T>(lockName: string | readonly string[], work: (ticket: CallTicket) => Promise<T>): Promise<T>;
+}
 
 /** How a wait conflicts with holders (docs/deadlocks.md#the-wait-for-graph). */
 export type WaitMode = 'exclusive' | 'read' | 'write' | 'permits';
@@ -10,7 +28,7 @@ export type WaitKind = 'lock' | 'readWrite' | 'semaphore';
 
 /** What an acquisition waits for, as the deadlock check sees it: supplied by its contender. */
 export interface WaitTarget {
-  readonly engine: LockEngine;
+  readonly engine: DeadlockEngine;
   readonly kind: WaitKind;
   readonly name: string;
   /** The waited lock's key in this process's hold registry (and its main key in Redis). */
@@ -37,7 +55,7 @@ export interface ChainHold {
   readonly hold: HeldLock;
   readonly registry: HeldLocks;
   /** The module instance whose hold it is. */
-  readonly engine: LockEngine;
+  readonly engine: DeadlockEngine;
   /** The body that recorded it; undefined for a multi-lock's member taken already. */
   readonly frame: OwnerFrame | undefined;
 }
@@ -102,12 +120,12 @@ export const nextLineSeq = (): number => ++lineSeqCounter;
  * `alsoWaiting` (a multi-lock's members taken already), without the waited lock's own holds of
  * `ownerId` (a re-entry never waits).
  */
-export function chainHolds(frame: OwnerFrame | undefined, alsoWaiting: readonly HeldLock[] | undefined, owner: LockEngine): ChainHold[] {
+export function chainHolds(frame: OwnerFrame | undefined, alsoWaiting: readonly HeldLock[] | undefined, owner: DeadlockEngine): ChainHold[] {
   const chain: ChainHold[] = [];
   for (let f = frame; f; f = f.parent) {
     if (f.ended) continue;
     for (const hold of f.holds) {
-      if (f.registry.isCurrent(hold) && keptByWatchdog(hold)) chain.push({ hold, registry: f.registry, engine: f.site as LockEngine, frame: f });
+      if (f.registry.isCurrent(hold) && keptByWatchdog(hold)) chain.push({ hold, registry: f.registry, engine: f.site as DeadlockEngine, frame: f });
     }
   }
   for (const hold of alsoWaiting ?? []) {

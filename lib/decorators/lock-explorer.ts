@@ -6,7 +6,7 @@ import { DECORATOR_AMBIGUOUS_BINDING, DECORATOR_SKIP_ON_ANSWERING_HANDLER, SEVER
 import { LockService } from '../lock.service';
 import { ReadWriteLockService } from '../read-write-lock.service';
 import { SemaphoreService } from '../semaphores/semaphore.service';
-import { LockEngine } from '../runtime/lock-engine';
+import { LockEngine } from '../engine/lock-engine';
 import { answeringHandler } from './answering-handler';
 import { lockedMethodOf } from './distributed-lock.decorator';
 import { LockBinding } from './lock-binding';

@@ -1,6 +1,6 @@
 import { KeyTemplateError } from '../errors';
 import type { RedissonNameRules } from '../layouts/redisson-name-rules';
-import { REDISSON_TEMPLATE_NEEDS_PREFIX } from '../layouts/redisson.messages';
+import { REDISSON_TEMPLATE_NEEDS_PREFIX } from '../messages/redisson.messages';
 import { parseKeyTemplate } from './key-template';
 import type { LockedMethod } from './locked-method';
 

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { InvalidLockNameError, LockError } from '../errors';
 import { isCluster, type RedisClient } from '../redis/redis-client';
-import type { ResolvedRedissonOptions } from './redisson-options';
+import type { ResolvedRedissonOptions } from '../layout.options';
 import { RedissonNameRules } from './redisson-name-rules';
 import {
   REDISSON_BAD_CLUSTER_NAME,
@@ -9,7 +9,7 @@ import {
   REDISSON_LAYOUT_STARTED,
   REDISSON_MAPPER_FAILED_FOR,
   REDISSON_SHARDED_ON_STANDALONE,
-} from './redisson.messages';
+} from '../messages/redisson.messages';
 import { probeShardedPubSub } from './sharded-probe';
 
 /**

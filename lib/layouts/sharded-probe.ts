@@ -1,20 +1,12 @@
 import type { Cluster } from 'ioredis';
-import { REDISSON_PROBE_DISAGREE, REDISSON_PROBE_INCONCLUSIVE, REDISSON_SHARDED_NEEDS_7 } from './redisson.messages';
+import { withTimeout } from '../redis/bounded-call';
+import { describeStartupNodes } from '../redis/redis-client';
+import { REDISSON_PROBE_DISAGREE, REDISSON_PROBE_INCONCLUSIVE, REDISSON_SHARDED_NEEDS_7 } from '../messages/redisson.messages';
 
 /** A reply that says the server has no sharded pub/sub (Redis before 7.0), as opposed to "could not ask". */
 const NO_SHARDED_PUBSUB = /unknown subcommand|unknown command|wrong number of arguments/i;
 
 type Answer = { node: string; ok: true } | { node: string; ok: false; unsupported: boolean; cause: string };
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 /**
  * Whether Redisson's cluster mode, with `shardedSubscriptionMode` AUTO, uses sharded pub/sub on this
@@ -24,7 +16,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
  * (docs/redisson-interop.md#sharded-pub-sub).
  */
 export async function probeShardedPubSub(cluster: Cluster, timeoutMs: number, mode: 'auto' | 'on'): Promise<boolean> {
-  const nodes = describeNodes(cluster);
+  const nodes = describeStartupNodes(cluster);
   try {
     if (cluster.status === 'wait') await withTimeout(cluster.connect(), timeoutMs);
     else await withTimeout(cluster.ping(), timeoutMs);
@@ -51,9 +43,4 @@ export async function probeShardedPubSub(cluster: Cluster, timeoutMs: number, mo
   }
   if (works.length > 0) throw new Error(REDISSON_PROBE_DISAGREE(works[0].node, fails[0].node, fails[0].cause));
   return false;
-}
-
-function describeNodes(cluster: Cluster): string {
-  const nodes = (cluster as unknown as { startupNodes?: Array<string | number | { host?: string; port?: number }> }).startupNodes ?? [];
-  return nodes.map((node) => (typeof node === 'object' ? `${node.host ?? '127.0.0.1'}:${node.port ?? 6379}` : String(node))).join(', ');
 }

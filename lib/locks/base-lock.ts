@@ -1,5 +1,6 @@
 import type { CallTicket } from '../redis/bounded-call';
-import { endHold, type HeldLock, type HoldTerms } from '../runtime/held-locks';
+import type { HeldLock, HoldTerms } from '../runtime/held-locks';
+import { endHold } from '../runtime/hold-registry';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
 import { observeAcquire } from '../metrics/lock-telemetry';
 import { Acquisition } from './acquisition/acquisition';
@@ -10,7 +11,7 @@ import { LOST_NEW_EPISODE, LOST_REENTRY_ENDED } from '../lock.messages';
 import { HOLDS_OTHER_MODE, tokenText, type ReleaseResult } from './attempt-results';
 import { HoldHandles } from './hold-handles';
 import { confirmHandOver } from '../runtime/hand-over';
-import { monotonicNow } from '../runtime/monotonic-clock';
+import { monotonicNow } from '../monotonic-clock';
 import type { ForceUnlockOptions, Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import { heldLocksOf, runContextOf } from './owned-lock';
 import type { RunnableLock } from './runnable-lock';

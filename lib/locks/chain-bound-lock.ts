@@ -1,5 +1,5 @@
 import { LockNotHeldError, ReentryEndedError } from '../errors';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 import type { HeldLock } from '../runtime/held-locks';
 import type { ChainBinding } from '../runtime/owner-context';
 import type { ForceUnlockOptions, LockOptions, LockRunContext, TryLockOptions } from './lock';

@@ -1,7 +1,8 @@
 import type { CallTicket } from '../redis/bounded-call';
-import { endHold, type HeldLock, type HeldLocks } from '../runtime/held-locks';
-import type { LockEngine } from '../runtime/lock-engine';
-import { monotonicNow } from '../runtime/monotonic-clock';
+import type { HeldLock } from '../runtime/held-locks';
+import { endHold, type HeldLocks } from '../runtime/hold-registry';
+import type { LockEngine } from '../engine/lock-engine';
+import { monotonicNow } from '../monotonic-clock';
 import { LockNotHeldError } from '../errors';
 import { LOST_RELEASE_FOUND_GONE } from '../lock.messages';
 import { HOLDS_OTHER_MODE, type ReleaseResult } from './attempt-results';

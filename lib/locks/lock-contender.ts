@@ -1,7 +1,7 @@
 import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
 import type { ScriptCall } from '../redis/lua-script';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 import type { LockKind } from '../metrics/lock-telemetry';
 import { attemptOnConnection, type AttemptOutcome, type Contender, type Grant, type WaitRoom } from './acquisition/contender';
 import type { AttemptResult, ReleaseResult } from './attempt-results';

@@ -3,7 +3,7 @@ import { MEMBER_ACQUISITION, observeAcquire, type AcquisitionOptions, type LockT
 import { cancellable } from '../runtime/cancellation';
 import type { HeldLock } from '../runtime/held-locks';
 import { HOLDS_ALSO_WAITING } from '../deadlocks/wait-node';
-import { monotonicNow } from '../runtime/monotonic-clock';
+import { monotonicNow } from '../monotonic-clock';
 import type { ForceUnlockOptions, Lock, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
 import type { RunnableLock } from './runnable-lock';

@@ -1,4 +1,4 @@
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 import type { Lock } from './lock';
 import { ReadWriteLockView } from './read-write-lock-view';
 import type { ReadWriteMode } from './read-write-scripts';

@@ -1,6 +1,6 @@
 import { LockKeys } from '../redis/lock-keys';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
-import { WAKE_ALL, WAKE_ONE } from '../redis/unlock-subscriber';
+import { WAKE_ALL, WAKE_ONE } from '../redis/unlock-messages';
 import type { HeldLock } from '../runtime/held-locks';
 import type { HOLDS_OTHER_MODE, ReleaseResult } from './attempt-results';
 

@@ -1,7 +1,7 @@
 import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
 import type { RedisClient } from '../redis/redis-client';
-import { WAKE_ONE } from '../redis/unlock-subscriber';
+import { WAKE_ONE } from '../redis/unlock-messages';
 import { forceReleaseToken } from '../validators';
 import { attemptResult, REENTRY_ENDED } from './attempt-results';
 import type { ForceUnlockOptions } from './lock';

@@ -1,9 +1,10 @@
 import { LockError, LockUnavailableError } from '../errors';
 import { attemptOver, ownerTraffic, releaseSent, type OwnerTraffic } from './red-lock-traffic';
 import { LOST_REENTRY_ENDED, REDLOCK_NO_MAJORITY } from '../lock.messages';
-import { endHold, type HeldLock } from '../runtime/held-locks';
+import type { HeldLock } from '../runtime/held-locks';
+import { endHold } from '../runtime/hold-registry';
 import { HandleList } from './hold-handles';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 import type { RedLockMasters, Votes } from '../runtime/redlock-masters';
 import type { RedLockCalls } from './red-lock-calls';
 

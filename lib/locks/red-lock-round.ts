@@ -6,7 +6,7 @@ import type { AttemptOutcome, Contender, Grant, WaitRoom } from './acquisition/c
 import type { LockOptions } from './lock';
 import type { WaitTarget } from '../deadlocks/wait-node';
 import { leaseDriftMs } from '../runtime/held-locks';
-import { monotonicNow } from '../runtime/monotonic-clock';
+import { monotonicNow } from '../monotonic-clock';
 import { ENDED } from './red-lock-calls';
 import { REDLOCK_NO_MAJORITY } from '../lock.messages';
 import { RedLockQuorum } from './red-lock-quorum';

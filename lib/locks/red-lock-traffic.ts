@@ -1,4 +1,4 @@
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 
 /**
  * Per module instance, RedLock and owner: attempts out (sent, or granted and not yet recorded or

@@ -8,7 +8,7 @@ import { cancellable, type Cancellation } from '../runtime/cancellation';
 import type { ForceUnlockOptions, LockOptions, LockRunContext, TryLockOptions } from './lock';
 import type { OwnedLock } from './owned-lock';
 import { heldLocksOf, runContextOf } from './owned-lock';
-import { monotonicNow } from '../runtime/monotonic-clock';
+import { monotonicNow } from '../monotonic-clock';
 import { RedLockContender } from './red-lock-round';
 
 /**

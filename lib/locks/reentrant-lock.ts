@@ -1,7 +1,7 @@
 import { LockKeys } from '../redis/lock-keys';
 import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript, type ScriptCall } from '../redis/lua-script';
-import { WAKE_ONE } from '../redis/unlock-subscriber';
+import { WAKE_ONE } from '../redis/unlock-messages';
 import { BaseLock } from './base-lock';
 import { AttemptResult, attemptResult, lineRequest, reentryAnswer, ReleaseResult } from './attempt-results';
 import type { ForceUnlockOptions } from './lock';

@@ -10,8 +10,8 @@ import {
   RELEASE_LEFT_TO_SHUTDOWN,
 } from '../lock.messages';
 import { SKIPS_IF_LOCKED, type AcquisitionOptions } from '../metrics/lock-telemetry';
-import type { LockEngine } from '../runtime/lock-engine';
-import { monotonicNow } from '../runtime/monotonic-clock';
+import type { LockEngine } from '../engine/lock-engine';
+import { monotonicNow } from '../monotonic-clock';
 import type { OwnerFrame } from '../runtime/owner-context';
 import type { LockRunContext, RunOptions, TryLockOptions } from './lock';
 import { MultiLock } from './multi-lock';

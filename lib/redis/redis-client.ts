@@ -5,6 +5,12 @@ export type RedisClient = Redis | Cluster;
 
 export const isCluster = (client: RedisClient): client is Cluster => client instanceof Cluster;
 
+/** A cluster's startup nodes as configured (`host:port`, the defaults filled in), comma-separated. */
+export function describeStartupNodes(cluster: Cluster): string {
+  const nodes = (cluster as unknown as { startupNodes?: Array<string | number | { host?: string; port?: number }> }).startupNodes ?? [];
+  return nodes.map((node) => (typeof node === 'object' ? `${node.host ?? '127.0.0.1'}:${node.port ?? 6379}` : String(node))).join(', ');
+}
+
 /**
  * Between connections: ioredis would hold a command until its next reconnect attempt (or replay it
  * much later), so a caller that cannot wait that long is better told "unreachable" at once.

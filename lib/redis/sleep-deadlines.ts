@@ -1,4 +1,4 @@
-import { monotonicNow } from '../runtime/monotonic-clock';
+import { monotonicNow } from '../monotonic-clock';
 
 /** What the deadline heap needs of a sleeping waiter (`Waiter` is one). */
 export interface Sleeping {

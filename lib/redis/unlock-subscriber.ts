@@ -1,94 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { CHANNEL_COMMAND, CONNECTION_ERROR_DEBUG, SUBSCRIBE_FAILED, SUBSCRIBER_CLOSED } from '../lock.messages';
 import { isCluster, type RedisClient } from './redis-client';
-import { Waiter, type HandedGrant } from './waiter';
-
-/** Payload of an unlock message: how many local waiters the release can admit. */
-export const WAKE_ONE = 'one';
-export const WAKE_ALL = 'all';
-export type UnlockMessage = typeof WAKE_ONE | typeof WAKE_ALL;
-/**
- * Prefix of a message that wakes the waiters it names (space-separated waiter ids), in whichever
- * process they wait: a semaphore's release wakes exactly the waiters its freed permits admit.
- */
-export const WAKE_IDS = 'ids:';
-/**
- * Prefix of a message that hands a lock to one waiter: `granted:<waiter id> <token> <send stamp of
- * its last attempt>.<its join's proof> (or -) <ms since that attempt> <grant lease ms>` (the waiter id may have spaces:
- * the last four fields are not). See docs/hand-off-protocol.md.
- */
-export const GRANT = 'granted:';
-/**
- * An older version's grant message (`grant:<waiter id> <token> <ms since> <grant lease ms>`): it
- * cannot be dated safely, so it only wakes the waiter it names, whose attempt finds its grant.
- */
-export const LEGACY_GRANT = 'grant:';
-
-/**
- * Prefix of the notice that the waiter ahead in line was granted the lock: `next:<waiter id> <grant
- * lease ms>`; the named waiter sleeps no longer than that (see `Waiter.wakeWithin`).
- */
-export const NEXT = 'next:';
-
-/** A positive decimal: Redisson's write-unlock `1` or a semaphore's permit count (docs/redisson-interop.md#wake-ups). */
-const REDISSON_WAKE_ALL = /^[1-9][0-9]*$/;
-
-/** Reads a `GRANT` message: the waiter it names and what it was handed. */
-export function parseGrant(message: string): { waiterId: string; grant: HandedGrant } | undefined {
-  const fields = message.slice(GRANT.length).split(' ');
-  if (fields.length < 5) return undefined;
-  const [token, stamp, since, lease] = fields.splice(-4);
-  const dot = stamp.indexOf('.');
-  const dated = stamp !== '-';
-  return {
-    waiterId: fields.join(' '),
-    grant: {
-      fencingToken: Number(token) || undefined,
-      attemptStamp: dated ? Number(dot === -1 ? stamp : stamp.slice(0, dot)) : undefined,
-      attemptProof: dated && dot !== -1 ? stamp.slice(dot + 1) : undefined,
-      sinceAttemptMs: Number(since),
-      grantLeaseMs: Number(lease),
-    },
-  };
-}
-
-/** The waiter an older version's grant message names (see `LEGACY_GRANT`). */
-function legacyGrantee(message: string): string {
-  return message.slice(LEGACY_GRANT.length).split(' ').slice(0, -3).join(' ');
-}
-
-/** What one seat list subscribes: its channel, and the lock's own channel when it shares it. */
-function subscribedChannels(channel: string, seats: ChannelSeats): string[] {
-  return seats.shared === undefined ? [channel] : [channel, seats.shared];
-}
-
-/** The seats of a channel, longest-waiting first (a snapshot: waking may make seats leave). */
-function seatsOf(seats: ChannelSeats): Waiter[] {
-  const all: Waiter[] = [];
-  for (let waiter = seats.head; waiter; waiter = waiter.next) all.push(waiter);
-  return all;
-}
-
-interface ChannelSeats {
-  /** The longest-waiting seat; the seats are linked through `Waiter.next` / `prev`. */
-  head: Waiter | undefined;
-  tail: Waiter | undefined;
-  count: number;
-  /** True once Redis confirmed the subscription (ioredis renews it by itself after a reconnect). */
-  active: boolean;
-  /** The subscription in progress: true when it took, false when it failed (the next ask retries). */
-  pending: Promise<boolean> | undefined;
-  /**
-   * Armed by a hand-over to a waiter elsewhere: when its short grant lease ends, one seat here
-   * retries, in case that waiter died before confirming it (the lock is then free with nobody told).
-   */
-  handOverCheck: NodeJS.Timeout | undefined;
-  /**
-   * The lock's own channel, subscribed with this one (in one command) and delivered to these seats:
-   * releases that nobody in line waits for, and releases and grants of older versions, come there.
-   */
-  readonly shared: string | undefined;
-}
+import { deliverTo, seatsOf, subscribedChannels, wakeOne, type ChannelSeats } from './channel-seats';
+import { Waiter } from './waiter';
 
 /**
  * The one subscriber connection of a module instance. Each channel is subscribed once, however many
@@ -239,7 +153,7 @@ export class UnlockSubscriber {
     else seats.tail = prev;
     waiter.prev = waiter.next = undefined;
     seats.count -= 1;
-    if (waiter.pendingWake || (!acquired && first)) this.wakeOne(seats);
+    if (waiter.pendingWake || (!acquired && first)) wakeOne(seats);
     if (seats.count === 0) {
       clearTimeout(seats.handOverCheck);
       this.channels.delete(waiter.channel);
@@ -283,90 +197,7 @@ export class UnlockSubscriber {
   private deliver(channel: string, message: string): void {
     const seats = this.channels.get(channel) ?? this.channels.get(this.sharedChannels.get(channel) as string);
     if (!seats) return;
-    if (message === WAKE_ALL) for (const waiter of seatsOf(seats)) waiter.wake();
-    else if (message.startsWith(GRANT)) this.handOver(seats, message);
-    else if (message.startsWith(NEXT)) this.nextInLine(seats, message);
-    else if (message.startsWith(LEGACY_GRANT)) this.wakeNamed(seats, [legacyGrantee(message)]);
-    else if (message.startsWith(WAKE_IDS)) this.wakeNamed(seats, message.slice(WAKE_IDS.length).split(' '));
-    // Redisson's messages (layout 'redisson'): '0' an unlock (one waiter per process tries, as one
-    // per JVM does), '1' a write unlock and a semaphore's new permit count (every waiter tries).
-    else if (REDISSON_WAKE_ALL.test(message)) for (const waiter of seatsOf(seats)) waiter.wake();
-    else this.wakeOne(seats);
-  }
-
-  /** Gives a lock a release handed over to the waiter it names, if that waiter waits here. */
-  private handOver(seats: ChannelSeats, message: string): void {
-    const handed = parseGrant(message);
-    if (!handed) return;
-    // One pass: the seat the grant names, and the same owner's other seats (its other acquisitions
-    // wait behind its one entry in line, lua/include/line-owner-entry.lua, and re-enter now).
-    const space = handed.waiterId.indexOf(' ');
-    const owner = space === -1 ? undefined : handed.waiterId.slice(0, space + 1);
-    let granted: Waiter | undefined;
-    let sameOwner: Waiter[] | undefined;
-    for (let waiter = seats.head; waiter; waiter = waiter.next) {
-      if (waiter.id === handed.waiterId) granted = waiter;
-      else if (owner !== undefined && waiter.id?.startsWith(owner)) (sameOwner ??= []).push(waiter);
-    }
-    if (!granted) {
-      // Handed to a waiter not seated here (an earlier join's entry): the waiters here sleep until
-      // the lock's TTL, which a new holder that never confirms does not renew.
-      return this.checkAfterGrantLease(seats, handed.grant.grantLeaseMs);
-    }
-    // The others first: taking the grant may end the granted waiter's seat at once.
-    if (sameOwner) for (const waiter of sameOwner) waiter.wake();
-    granted.handOver(handed.grant);
-  }
-
-  /**
-   * One seat here retries when a grant lease of `ms` ends: a confirmed holder answers with its TTL;
-   * a grantee that died leaves the lock free, and that attempt hands it on.
-   */
-  private checkAfterGrantLease(seats: ChannelSeats, ms: number): void {
-    clearTimeout(seats.handOverCheck);
-    seats.handOverCheck = setTimeout(() => {
-      seats.handOverCheck = undefined;
-      this.wakeOne(seats);
-    }, ms + 1);
-    seats.handOverCheck.unref?.();
-  }
-
-  /**
-   * The waiter a `NEXT` notice names, if it waits here, sleeps no longer than the grant lease ahead
-   * of it. `next:*` (on the lock's own channel: the line's head was all the grantee's process) arms
-   * one check here for the lease's end, as a grant to a waiter elsewhere does.
-   */
-  private nextInLine(seats: ChannelSeats, message: string): void {
-    const space = message.lastIndexOf(' ');
-    const id = message.slice(NEXT.length, space);
-    const ms = Number(message.slice(space + 1));
-    if (!(ms >= 0)) return;
-    if (id === '*') return this.checkAfterGrantLease(seats, ms);
-    for (let waiter = seats.head; waiter; waiter = waiter.next) {
-      if (waiter.id === id) return waiter.wakeWithin(ms + 1);
-    }
-  }
-
-  /** Wakes the local waiters among `ids` (the others wait in other processes). */
-  private wakeNamed(seats: ChannelSeats, ids: readonly string[]): void {
-    if (ids.length === 1) {
-      for (let waiter = seats.head; waiter; waiter = waiter.next) {
-        if (waiter.id === ids[0]) {
-          waiter.wake();
-          return;
-        }
-      }
-      return;
-    }
-    const named = new Set(ids);
-    for (const waiter of seatsOf(seats)) if (waiter.id !== undefined && named.has(waiter.id)) waiter.wake();
-  }
-
-  /** Wakes the longest-waiting seat that has not been woken yet. */
-  private wakeOne(seats: ChannelSeats): void {
-    let waiter = seats.head;
-    while (waiter && waiter.pendingWake) waiter = waiter.next;
-    waiter?.wake();
+    deliverTo(seats, message);
   }
 
   private async subscribe(channel: string, seats: ChannelSeats): Promise<void> {

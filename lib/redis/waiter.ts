@@ -1,4 +1,4 @@
-import { monotonicNow } from '../runtime/monotonic-clock';
+import { monotonicNow } from '../monotonic-clock';
 import { sleepDeadlines } from './sleep-deadlines';
 
 /**

@@ -1,13 +1,24 @@
+import type { LoggerService } from '@nestjs/common';
 import { LOCK_LOST, LOST_HANDED_OVER_GONE } from '../lock.messages';
+import { monotonicNow } from '../monotonic-clock';
+import type { CallTicket } from '../redis/bounded-call';
 import type { ScriptCall } from '../redis/lua-script';
+import type { RedisClient } from '../redis/redis-client';
 import type { HeldLock } from './held-locks';
-import type { LockEngine } from './lock-engine';
-import { monotonicNow } from './monotonic-clock';
+import type { HeldLocks } from './hold-registry';
 
 /** The first pause before a confirmation that got no answer is resent (ms); it doubles each time. */
 const FIRST_RETRY_MS = 50;
 /** The longest pause between two confirmations (ms): a stall that ends is noticed this soon after. */
 const MAX_RETRY_MS = 500;
+
+/** What a confirmation needs of its module instance (its `LockEngine`): the holds, a bounded call, the log. */
+export interface HandOverEngine {
+  readonly client: RedisClient;
+  readonly holds: HeldLocks;
+  readonly logger: Pick<LoggerService, 'warn'>;
+  call<T>(lockName: string, work: (ticket: CallTicket) => Promise<T>): Promise<T>;
+}
 
 /**
  * A lock (or permits) a release handed over starts on a short lease, so a waiter that died before
@@ -21,7 +32,7 @@ const MAX_RETRY_MS = 500;
  * a confirmation gets through, the hold ends by its own timer when the short lease does
  * (`HeldLock.awaitingConfirmation`), with a reason that says so (see `docs/architecture.md#hand-off`).
  */
-export function confirmHandOver(engine: LockEngine, name: string, hold: HeldLock, leaseMs: number, renewal: ScriptCall): void {
+export function confirmHandOver(engine: HandOverEngine, name: string, hold: HeldLock, leaseMs: number, renewal: ScriptCall): void {
   const { holds } = engine;
   let retryMs = FIRST_RETRY_MS;
   // Still to confirm: current, not aborted, not yet confirmed (a watchdog round may have done it).

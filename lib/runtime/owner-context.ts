@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { HeldLock, HeldLocks } from './held-locks';
+import type { HeldLock } from './held-locks';
+import type { HeldLocks } from './hold-registry';
 import type { LockRunContext } from './run-context';
 
 /**

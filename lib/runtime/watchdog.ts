@@ -14,8 +14,9 @@ import { conflictOf } from '../errors';
 import { withTimeout } from '../redis/bounded-call';
 import { isNoScript } from '../redis/lua-script';
 import { isCluster, type RedisClient } from '../redis/redis-client';
-import { leaseDriftMs, type CustomRenewal, type HeldLock, type HeldLocks, type ScriptRenewal } from './held-locks';
-import { monotonicNow } from './monotonic-clock';
+import { leaseDriftMs, type CustomRenewal, type HeldLock, type ScriptRenewal } from './held-locks';
+import type { HeldLocks } from './hold-registry';
+import { monotonicNow } from '../monotonic-clock';
 
 
 /**

@@ -3,7 +3,7 @@ import type { WaitTarget } from '../deadlocks/wait-node';
 import type { CallTicket } from '../redis/bounded-call';
 import { LuaScript } from '../redis/lua-script';
 import type { HoldTerms } from '../runtime/held-locks';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 import { confirmHandOver } from '../runtime/hand-over';
 import { Permit, type PermitSource } from './permit';
 import { permitWaitTarget } from './permit-wait';

@@ -1,5 +1,5 @@
 import type { WaitTarget } from '../deadlocks/wait-node';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 
 /** What an acquisition asks a semaphore for, as both layouts' requests describe it. */
 export interface PermitWait {

@@ -1,6 +1,6 @@
 import { LockNotHeldError } from '../errors';
 import type { HeldLock } from '../runtime/held-locks';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 
 /** What permits are given back to: their semaphore (either layout's). */
 export interface PermitSource {

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { checkLockName, checkPermits } from '../validators';
 import type { LockRunContext, RunPolicy, SkippingRunOptions, WaitingRunOptions } from '../locks/lock';
 import { runLocked } from '../locks/run-locked';
-import { LockEngine } from '../runtime/lock-engine';
+import { LockEngine } from '../engine/lock-engine';
 import { PermitRun } from './permit-run';
 import { Semaphore } from './semaphore';
 import type { SemaphoreForceReleaseOptions, SemaphoreInfo, SemaphoreOptions, SemaphoreRunOptions } from './semaphore.options';

@@ -10,7 +10,7 @@ import { SemaphoreKeys } from './semaphore-keys';
 import type { AcquireOptions, SemaphoreForceReleaseOptions, SemaphoreInfo } from './semaphore.options';
 import { LuaScript } from '../redis/lua-script';
 import { cancellable, type Cancellation } from '../runtime/cancellation';
-import type { LockEngine } from '../runtime/lock-engine';
+import type { LockEngine } from '../engine/lock-engine';
 import { heldSinceOfToken } from '../held-since';
 
 const semaphoreScripts = {

@@ -3,8 +3,8 @@ import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { HEALTH_PING_FAILED, HEALTH_RENEWALS_FAILING } from '../lock.messages';
 import { withTimeout } from '../redis/bounded-call';
-import { LockEngine } from '../runtime/lock-engine';
-import { monotonicNow } from '../runtime/monotonic-clock';
+import { LockEngine } from '../engine/lock-engine';
+import { monotonicNow } from '../monotonic-clock';
 
 /** What the indicator reports besides `status`. */
 export type LockHealthDetails = {

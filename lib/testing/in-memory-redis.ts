@@ -2,7 +2,7 @@ import { ReplyError } from 'ioredis';
 import { Keyspace } from './keyspace/keyspace';
 import { StatusReply, type Reply } from './keyspace/replies';
 import { LuaRunner } from './lua-runner';
-import { monotonicNow } from '../runtime/monotonic-clock';
+import { monotonicNow } from '../monotonic-clock';
 
 /** A connection as the server sees it: where pub/sub messages go. */
 export interface Subscriber {

@@ -7,7 +7,7 @@ import { LockService } from '../lock.service';
 import { ReadWriteLockService } from '../read-write-lock.service';
 import { LockKeys } from '../redis/lock-keys';
 import { RedissonNames } from '../layouts/redisson-names';
-import { LockEngine } from '../runtime/lock-engine';
+import { LockEngine } from '../engine/lock-engine';
 import { SemaphoreKeys } from '../semaphores/semaphore-keys';
 import { SemaphoreService } from '../semaphores/semaphore.service';
 import { AcquisitionLog, type RecordedAcquisition } from './acquisition-log';

@@ -3,7 +3,7 @@ import { TESTING_KIT_BAD_REPLICAS, TESTING_KIT_IN_PRODUCTION } from './testing-k
 import { LOCK_MODULE_ASYNC_OPTIONS_TYPE } from '../lock.module-definition';
 import { LockModule } from '../lock.module';
 import type { LockModuleOptions } from '../lock.options';
-import { LOCK_ENGINE_SEAM, type EngineSeam } from '../runtime/engine-seam';
+import { LOCK_ENGINE_SEAM, type EngineSeam } from '../engine/engine-seam';
 import { AcquisitionLog } from './acquisition-log';
 import { LockTestingControls } from './lock-testing-controls';
 import { loadFengari } from './fengari';

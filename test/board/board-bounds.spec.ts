@@ -7,7 +7,7 @@ import { BoardFilters, MatchBudget, MATCH_BUDGET_PER_REFRESH } from '../../lib/b
 import { KeyspaceWalk } from '../../lib/board/keyspace-walk';
 import { LockInspector } from '../../lib/introspection/lock-inspector';
 import { NameGlob } from '../../lib/introspection/name-glob';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { contentionKeyOf } from '../../lib/runtime/instance-registry';
 import { startRedis, type TestRedis } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';

@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import { FairLockService, LockDeadlockError, LockService } from '../../lib';
 import { waitForGraph } from '../../lib/deadlocks/wait-for-graph';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { createLockApp, releasesSettled, sleep } from '../support/lock-app';
 import { startRedis, type TestRedis } from '../support/redis-server';
 

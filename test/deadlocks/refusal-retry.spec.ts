@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import { LockDeadlockError, LockService } from '../../lib';
 import { waitForGraph } from '../../lib/deadlocks/wait-for-graph';
 import type { WaitNode } from '../../lib/deadlocks/wait-node';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { createLockApp, sleep } from '../support/lock-app';
 import { startRedis, type TestRedis } from '../support/redis-server';
 

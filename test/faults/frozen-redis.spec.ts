@@ -1,6 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockLostError, LockService, LockUnavailableError } from '../../lib';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { deferred, releasesSettled, waitUntil } from '../support/lock-app';
 import { RestartableRedis } from '../support/restartable-redis';
 import { CapturedLogs, createFaultApp, timed } from './fault-app';

@@ -7,7 +7,7 @@
 import 'reflect-metadata';
 import { Test, TestingModule } from '@nestjs/testing';
 import { LockModule, LockModuleOptions, LockService } from '../../lib';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { spawnFixture } from '../support/child-process';
 import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 import { RestartableRedis } from '../support/restartable-redis';

@@ -2,7 +2,7 @@ import { Controller, Get, INestApplication, Param } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DistributedLock, FairLockService, LockLostError, LockModule, LockService, LockUnavailableError } from '../../lib';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { deferred, waitersQueued, waitUntil } from '../support/lock-app';
 import { RestartableRedis } from '../support/restartable-redis';
 import { CapturedLogs, createFaultApp, timed } from './fault-app';

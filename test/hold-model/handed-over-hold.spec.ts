@@ -1,5 +1,6 @@
-import { HeldLocks, type HoldTerms } from '../../lib/runtime/held-locks';
-import { monotonicNow } from '../../lib/runtime/monotonic-clock';
+import type { HoldTerms } from '../../lib/runtime/held-locks';
+import { HeldLocks } from '../../lib/runtime/hold-registry';
+import { monotonicNow } from '../../lib/monotonic-clock';
 import { waitFor } from '../support/wait-for';
 
 /**

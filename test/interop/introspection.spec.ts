@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { FairLockService, LockService, ReadWriteLockService, type LockInfo } from '../../lib';
 import { RedissonNames } from '../../lib/layouts/redisson-names';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { createLockApp, deferred } from '../support/lock-app';
 import { redisServerBin } from '../support/redis-binaries';
 import { startRedisBinary, type TestRedis } from '../support/redis-server';

@@ -1,5 +1,5 @@
 import { Lock } from '../../lib';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { waitFor } from '../support/wait-for';
 import { RedissonHolder, RedissonProcess } from './redisson';
 import { check, Direction, Layout, median, nodeHolderChild, NodeLocks, ScenarioRedis, ScenarioViolation, sleep } from './scenario';

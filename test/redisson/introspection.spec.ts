@@ -6,8 +6,8 @@ import { FairLockService, LockModule, LockService, ReadWriteLockService, type Lo
 import { LockBoardModule } from '../../lib/board';
 import type { BoardSnapshot } from '../../lib/board/board-snapshots';
 import { RedissonNames } from '../../lib/layouts/redisson-names';
-import { REDISSON_BOARD_FORCE_RELEASE } from '../../lib/layouts/redisson.messages';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { REDISSON_BOARD_FORCE_RELEASE } from '../../lib/messages/redisson.messages';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { LockTestingControls, LockTestingModule } from '../../lib/testing';
 import { SimulatedNetwork } from '../../lib/testing/simulated-network';
 import { AUTH, startBoardApp, TokenGuard } from '../board/board-app';

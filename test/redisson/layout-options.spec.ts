@@ -1,5 +1,5 @@
 import { resolveLockOptions } from '../../lib/lock.options';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { LockService } from '../../lib';
 import { createLockApp, waitUntil } from '../support/lock-app';
 import { startRedis, type TestRedis } from '../support/redis-server';

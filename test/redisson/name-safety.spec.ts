@@ -11,7 +11,7 @@ import {
   SemaphoreService,
 } from '../../lib';
 import { RedissonNames } from '../../lib/layouts/redisson-names';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { APP_KEYS, derivedKeyNames, type RawClient, snapshot, TYPE_WORDS } from '../support/app-keys';
 import { createLockApp, releasesSettled } from '../support/lock-app';
 import { describeOnCluster, startRedisCluster } from '../support/redis-cluster';

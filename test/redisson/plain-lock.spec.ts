@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { LockService } from '../../lib';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { LuaScript } from '../../lib/redis/lua-script';
 import { holdAccounts } from '../../lib/locks/redisson/redisson-base-lock';
 import { createLockApp, deferred, releasesSettled, waitUntil } from '../support/lock-app';

@@ -1,6 +1,6 @@
 import { LockService } from '../../lib';
 import type { RedLock } from '../../lib/locks/red-lock';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { runLocked } from '../../lib/locks/run-locked';
 import { describeLockContract, type LockKind } from '../support/lock-contract';
 

@@ -4,7 +4,7 @@ import { LockService } from '../../lib';
 import { RedissonNames } from '../../lib/layouts/redisson-names';
 import type { RedLock } from '../../lib/locks/red-lock';
 import { runLocked } from '../../lib/locks/run-locked';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { CommandMonitor, scriptCallWith } from '../support/command-monitor';
 import { createLockApp, sleep } from '../support/lock-app';
 import type { TestRedis } from '../support/redis-server';

@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { FairLockService } from '../../lib';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { LuaScript } from '../../lib/redis/lua-script';
 import { createLockApp, waitUntil } from '../support/lock-app';
 import { startRedis, type TestRedis } from '../support/redis-server';

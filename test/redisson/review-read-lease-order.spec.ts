@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { ReadWriteLockService } from '../../lib';
 import type { RedissonReadLock } from '../../lib/locks/redisson/redisson-read-lock';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { createLockApp, sleep } from '../support/lock-app';
 import { startRedis, type TestRedis } from '../support/redis-server';
 import { HoldWitness } from '../support/hold-witness';

@@ -1,7 +1,7 @@
 import type { TestingModule } from '@nestjs/testing';
 import Redis from 'ioredis';
 import { LockService, ReadWriteLockService, type Lock } from '../../lib';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { deadGranteeDelay } from '../support/dead-grantee';
 import { createLockApp, sleep, waitersQueued, waitUntil } from '../support/lock-app';
 import { startRedis, type TestRedis } from '../support/redis-server';

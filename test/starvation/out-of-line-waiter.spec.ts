@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { LockService, type Lock } from '../../lib';
 import { LockKeys } from '../../lib/redis/lock-keys';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { createLockApp, waitersQueued, waitUntil } from '../support/lock-app';
 import { startRedis, type TestRedis } from '../support/redis-server';
 

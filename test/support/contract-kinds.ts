@@ -2,7 +2,7 @@ import { FairLockService, LockService, ReadWriteLockService, SemaphoreService, t
 import { SemaphoreKeys } from '../../lib/semaphores/semaphore-keys';
 import { LockKeys } from '../../lib/redis/lock-keys';
 import { runLocked } from '../../lib/locks/run-locked';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import type { RedLock } from '../../lib/locks/red-lock';
 import type { LockKind, RunKind } from './lock-contract';
 

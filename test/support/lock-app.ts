@@ -1,6 +1,6 @@
 import { Test, TestingModule } from '@nestjs/testing';
 import { LockModule, LockModuleOptions } from '../../lib';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { waitFor } from './wait-for';
 
 /** A Nest application context with LockModule, as a user would build one. */

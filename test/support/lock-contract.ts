@@ -1,7 +1,7 @@
 import { Test, type TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { Lock, LockLostError, LockModuleOptions, LockNotHeldError, LockRunContext, LockTimeoutError, RunOptions, WaitingRunOptions } from '../../lib';
-import { LockEngine } from '../../lib/runtime/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { LockTestingModule } from '../../lib/testing';
 import { SimulatedNetwork } from '../../lib/testing/simulated-network';
 import { StandInConnection } from '../../lib/testing/stand-in-connection';

@@ -1,4 +1,4 @@
-import { monotonicNow } from '../../lib/runtime/monotonic-clock';
+import { monotonicNow } from '../../lib/monotonic-clock';
 
 describe('monotonicNow', () => {
   afterEach(() => {

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { RedisClient } from '../../lib/redis/redis-client';
-import { UnlockSubscriber, WAKE_ALL, WAKE_IDS, WAKE_ONE } from '../../lib/redis/unlock-subscriber';
+import { WAKE_ALL, WAKE_IDS, WAKE_ONE } from '../../lib/redis/unlock-messages';
+import { UnlockSubscriber } from '../../lib/redis/unlock-subscriber';
 import { type Sleeper, Waiter } from '../../lib/redis/waiter';
 
 /**

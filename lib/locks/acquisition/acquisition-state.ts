@@ -1,7 +1,7 @@
 import { LockUnavailableError } from '../../errors';
 import type { Waiter } from '../../redis/waiter';
 import type { Cancellation } from '../../runtime/cancellation';
-import { monotonicNow } from '../../runtime/monotonic-clock';
+import { monotonicNow } from '../../monotonic-clock';
 import type { LockOptions } from '../lock';
 import { frameAtStart, type WaitNode } from '../../deadlocks/wait-node';
 import { waitForGraph } from '../../deadlocks/wait-for-graph';

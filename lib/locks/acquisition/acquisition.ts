@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { conflictOf, LockShutdownError, LockUnavailableError } from '../../errors';
 import type { Sleeper, Waiter } from '../../redis/waiter';
 import { reasonAsError, type Cancellation } from '../../runtime/cancellation';
-import { monotonicNow } from '../../runtime/monotonic-clock';
+import { monotonicNow } from '../../monotonic-clock';
 import { checkAcquireTimes } from '../../validators';
 import type { LockOptions } from '../lock';
 import { isGrant, type AttemptOutcome, type Contender } from './contender';

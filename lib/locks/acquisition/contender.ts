@@ -2,7 +2,7 @@ import { LockUnavailableError } from '../../errors';
 import { NOT_CONNECTED } from '../../lock.messages';
 import type { CallTicket } from '../../redis/bounded-call';
 import type { Waiter } from '../../redis/waiter';
-import type { LockEngine } from '../../runtime/lock-engine';
+import type { LockEngine } from '../../engine/lock-engine';
 import { isDown } from '../../redis/redis-client';
 import type { LockOptions } from '../lock';
 import type { WaitTarget } from '../../deadlocks/wait-node';

@@ -1,5 +1,5 @@
 import { LockDeadlockError } from '../../errors';
-import { monotonicNow } from '../../runtime/monotonic-clock';
+import { monotonicNow } from '../../monotonic-clock';
 import { chainHolds, HOLDS_ALSO_WAITING, nextLineSeq, WaitNode } from '../../deadlocks/wait-node';
 import { cycleFrom, waitForGraph, youngestOf } from '../../deadlocks/wait-for-graph';
 import type { HeldLock } from '../../runtime/held-locks';

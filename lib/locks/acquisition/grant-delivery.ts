@@ -4,7 +4,7 @@ import { boundedCall } from '../../redis/bounded-call';
 import { waitForReplicas } from '../../redis/replica-sync';
 import type { HandedGrant } from '../../redis/waiter';
 import { leaseDriftMs } from '../../runtime/held-locks';
-import { monotonicNow } from '../../runtime/monotonic-clock';
+import { monotonicNow } from '../../monotonic-clock';
 import type { Grant } from './contender';
 import { DeadlockCheckedWait } from './deadlock-wait';
 

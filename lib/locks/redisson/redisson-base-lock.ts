@@ -4,7 +4,7 @@ import { LockUnavailableError, ReentryEndedError } from '../../errors';
 import { LOCK_LOST, LOST_NEW_EPISODE } from '../../lock.messages';
 import { RedissonNames } from '../../layouts/redisson-names';
 import type { RedissonRuntime } from '../../layouts/redisson-runtime';
-import type { LockEngine } from '../../runtime/lock-engine';
+import type { LockEngine } from '../../engine/lock-engine';
 import type { Cancellation } from '../../runtime/cancellation';
 import type { WaitTarget } from '../../deadlocks/wait-node';
 import { attemptOnConnection, type AttemptOutcome, type Grant } from '../acquisition/contender';

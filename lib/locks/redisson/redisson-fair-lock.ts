@@ -1,6 +1,6 @@
 import { LuaScript, type ScriptCall } from '../../redis/lua-script';
 import { RedissonNames } from '../../layouts/redisson-names';
-import { REDISSON_NO_TOKEN } from '../../layouts/redisson.messages';
+import { REDISSON_NO_TOKEN } from '../../messages/redisson.messages';
 import type { CallTicket } from '../../redis/bounded-call';
 import type { Cancellation } from '../../runtime/cancellation';
 import type { ReleaseResult } from '../attempt-results';

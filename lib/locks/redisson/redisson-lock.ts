@@ -1,6 +1,6 @@
 import { LuaScript, type ScriptCall } from '../../redis/lua-script';
 import { RedissonNames, REDISSON_UNLOCK_MESSAGE } from '../../layouts/redisson-names';
-import { REDISSON_NO_TOKEN } from '../../layouts/redisson.messages';
+import { REDISSON_NO_TOKEN } from '../../messages/redisson.messages';
 import type { ForceUnlockOptions } from '../lock';
 import { RedissonBaseLock } from './redisson-base-lock';
 

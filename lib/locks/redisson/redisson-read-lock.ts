@@ -1,6 +1,6 @@
 import { LuaScript, type ScriptCall } from '../../redis/lua-script';
 import { RedissonNames, writerField } from '../../layouts/redisson-names';
-import type { LockEngine } from '../../runtime/lock-engine';
+import type { LockEngine } from '../../engine/lock-engine';
 import { RedissonReadWriteView } from './redisson-read-write-view';
 
 const scripts = {

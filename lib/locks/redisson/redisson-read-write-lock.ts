@@ -2,7 +2,7 @@ import type { Lock } from '../lock';
 import type { OwnedLock } from '../owned-lock';
 import { lockForChain } from '../chain-bound-lock';
 import type { ReadWriteLock } from '../read-write-lock';
-import type { LockEngine } from '../../runtime/lock-engine';
+import type { LockEngine } from '../../engine/lock-engine';
 import type { RedissonRuntime } from '../../layouts/redisson-runtime';
 import { RedissonReadLock } from './redisson-read-lock';
 import { RedissonWriteLock } from './redisson-write-lock';

@@ -1,8 +1,8 @@
 import { LockUpgradeError } from '../../errors';
 import { LuaScript } from '../../redis/lua-script';
 import { RedissonNames } from '../../layouts/redisson-names';
-import { REDISSON_NO_TOKEN, REDISSON_REUSED_AS_READ_WRITE } from '../../layouts/redisson.messages';
-import type { LockEngine } from '../../runtime/lock-engine';
+import { REDISSON_NO_TOKEN, REDISSON_REUSED_AS_READ_WRITE } from '../../messages/redisson.messages';
+import type { LockEngine } from '../../engine/lock-engine';
 import type { WaitKind, WaitMode } from '../../deadlocks/wait-node';
 import type { ForceUnlockOptions } from '../lock';
 import type { ReadWriteMode } from '../read-write-scripts';

@@ -1,5 +1,5 @@
 import { RedissonNames, REDISSON_UNLOCK_MESSAGE } from '../../layouts/redisson-names';
-import { REDISSON_NO_TOKEN } from '../../layouts/redisson.messages';
+import { REDISSON_NO_TOKEN } from '../../messages/redisson.messages';
 import { LuaScript } from '../../redis/lua-script';
 import type { RedisClient } from '../../redis/redis-client';
 import type { OwnerIds } from '../../runtime/owner-ids';

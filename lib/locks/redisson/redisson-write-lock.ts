@@ -1,7 +1,7 @@
 import { LockUpgradeError } from '../../errors';
 import { LuaScript, type ScriptCall } from '../../redis/lua-script';
 import { writerField } from '../../layouts/redisson-names';
-import type { LockEngine } from '../../runtime/lock-engine';
+import type { LockEngine } from '../../engine/lock-engine';
 import type { AttemptOutcome, Grant } from '../acquisition/contender';
 import type { LockOptions } from '../lock';
 import { RedissonReadWriteView } from './redisson-read-write-view';

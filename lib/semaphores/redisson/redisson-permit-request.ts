@@ -3,7 +3,7 @@ import type { WaitTarget } from '../../deadlocks/wait-node';
 import type { LockOptions } from '../../locks/lock';
 import { LuaScript } from '../../redis/lua-script';
 import type { HoldTerms } from '../../runtime/held-locks';
-import type { LockEngine } from '../../runtime/lock-engine';
+import type { LockEngine } from '../../engine/lock-engine';
 import { Permit, type PermitSource } from '../permit';
 import { SemaphoreLimitError } from '../semaphore-errors';
 import { NEVER_EXPIRES, newPermitId } from './permit-ids';

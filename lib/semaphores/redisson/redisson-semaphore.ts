@@ -1,8 +1,8 @@
-import { REDISSON_NO_TOKEN } from '../../layouts/redisson.messages';
+import { REDISSON_NO_TOKEN } from '../../messages/redisson.messages';
 import { RedissonNames } from '../../layouts/redisson-names';
 import type { Contender } from '../../locks/acquisition/contender';
 import { LuaScript } from '../../redis/lua-script';
-import type { LockEngine } from '../../runtime/lock-engine';
+import type { LockEngine } from '../../engine/lock-engine';
 import type { Permit } from '../permit';
 import { Semaphore } from '../semaphore';
 import type { AcquireOptions, SemaphoreForceReleaseOptions, SemaphoreInfo } from '../semaphore.options';

@@ -20,7 +20,7 @@ import {
   type RunOptions,
 } from '../../../lib';
 import type { BaseLock } from '../../../lib/locks/base-lock';
-import { LockEngine } from '../../../lib/runtime/lock-engine';
+import { LockEngine } from '../../../lib/engine/lock-engine';
 import { APP_KEYS } from '../app-keys';
 import type { VisitMode } from '../hold-witness';
 import { APP_KEY_COUNT, HOSTILE_SHAPES, NAMES, type HostileOp, type Kind, type Name, type Reentry } from './schedule';

@@ -18,7 +18,7 @@ import {
 } from '../../../lib';
 import { snapshot } from '../app-keys';
 import { holdAccounts } from '../../../lib/locks/redisson/redisson-base-lock';
-import { LockEngine } from '../../../lib/runtime/lock-engine';
+import { LockEngine } from '../../../lib/engine/lock-engine';
 import { stallAfterAttempt } from '../attempt-stall';
 import { DelayRelay } from '../delay-relay';
 import { stallEventLoop } from '../event-loop';

@@ -1,5 +1,5 @@
-import { INVALID_OPTION, UNKNOWN_OPTION } from '../lock.messages';
-import { REDISSON_DEADLOCK_CHECK, REDISSON_MAPPER_RESULT, REDISSON_MAPPER_THREW, REDISSON_WITHOUT_LAYOUT } from './redisson.messages';
+import { INVALID_OPTION, UNKNOWN_OPTION } from './lock.messages';
+import { REDISSON_DEADLOCK_CHECK, REDISSON_MAPPER_RESULT, REDISSON_MAPPER_THREW, REDISSON_WITHOUT_LAYOUT } from './messages/redisson.messages';
 
 /** Redisson's `NameMapper` as an object (the Java side's `map`). */
 export interface RedissonNameMapper {

@@ -1,24 +1,25 @@
 import { CrossProcessDeadlocks } from '../deadlocks/cross-process-check';
 import { waitForGraph } from '../deadlocks/wait-for-graph';
 import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { LockShutdownError, type LockUnavailableError } from '../errors';
 import { CONNECTION_ERROR_DEBUG, CONNECTION_FAILED, SHUTDOWN_RELEASE_FAILED, SHUTDOWN_RELEASE_TIMED_OUT } from '../lock.messages';
-import { isRedisClient, RedisConnectionOption, ResolvedLockOptions } from '../lock.options';
+import type { ResolvedLockOptions } from '../lock.options';
 import { boundedAttempt, boundedCall, type CallTicket } from '../redis/bounded-call';
 import { LockKeys } from '../redis/lock-keys';
 import { LuaScript } from '../redis/lua-script';
-import { closeConnection, isCluster, RedisClient } from '../redis/redis-client';
+import { closeConnection, isCluster, type RedisClient } from '../redis/redis-client';
 import { ServerVersionCheck } from '../redis/server-version';
+import { connectionFor, describeAddress, duplicateForSubscriber } from './connections';
 import type { EngineSeam } from './engine-seam';
-import { UnlockSubscriber, WAKE_ONE } from '../redis/unlock-subscriber';
-import { HeldLocks } from './held-locks';
-import { InFlight } from './in-flight';
-import { OwnerContext } from './owner-context';
-import { OwnerIds } from './owner-ids';
-import { REDLOCK_CONNECTION_DEFAULTS, RedLockMasters } from './redlock-masters';
-import { Watchdog } from './watchdog';
-import { InstanceRegistry } from './instance-registry';
+import { WAKE_ONE } from '../redis/unlock-messages';
+import { UnlockSubscriber } from '../redis/unlock-subscriber';
+import { HeldLocks } from '../runtime/hold-registry';
+import { InFlight } from '../runtime/in-flight';
+import { OwnerContext } from '../runtime/owner-context';
+import { OwnerIds } from '../runtime/owner-ids';
+import { REDLOCK_CONNECTION_DEFAULTS, RedLockMasters } from '../runtime/redlock-masters';
+import { Watchdog } from '../runtime/watchdog';
+import { InstanceRegistry } from '../runtime/instance-registry';
 import { LockTelemetry } from '../metrics/lock-telemetry';
 import { ContentionStats } from '../metrics/contention-stats';
 import { RedissonRuntime } from '../layouts/redisson-runtime';
@@ -32,45 +33,6 @@ const RELEASE_RECORD_TTL_MS = 10_000;
  * with the clock (lua/include/fence-token.lua, docs/architecture.md#fencing-tokens).
  */
 const FENCE_MEMORY_MS = 1_000;
-
-/**
- * Opens a connection for a URL or options (lazily: nothing connects before the first command);
- * `defaults` apply unless the options say otherwise.
- */
-export function connectionFor(
-  option: RedisConnectionOption,
-  connectionName: string,
-  defaults: RedisOptions = {},
-): { client: RedisClient; owned: boolean } {
-  if (isRedisClient(option)) return { client: option, owned: false };
-  if (typeof option === 'string') return { client: new Redis(option, { ...defaults, lazyConnect: true, connectionName }), owned: true };
-  return { client: new Redis({ ...defaults, connectionName, ...option, lazyConnect: true }), owned: true };
-}
-
-/**
- * How often a cluster subscriber re-reads the slot map when nothing prompted it: a slot that moved
- * without any error seen here is followed within this time (waits stay bounded by the TTL anyway).
- */
-const SUBSCRIBER_SLOTS_REFRESH_MS = 5_000;
-
-function duplicateForSubscriber(client: RedisClient, sharded: boolean): RedisClient {
-  if (client instanceof Cluster && !sharded) {
-    // Classic pub/sub on a cluster (the Redisson layout when Java does not shard): PUBLISH reaches
-    // every node, so one subscriber connection hears it.
-    return client.duplicate(undefined, { lazyConnect: true });
-  }
-  if (client instanceof Cluster) {
-    // shardedSubscribers: one subscriber per master, SSUBSCRIBE sent to the slot's owner and
-    // re-sent when the slot map changes. Without it ioredis sends every SSUBSCRIBE to one node,
-    // and those for other shards never complete.
-    return client.duplicate(undefined, {
-      lazyConnect: true,
-      shardedSubscribers: true,
-      slotsRefreshInterval: client.options.slotsRefreshInterval ?? SUBSCRIBER_SLOTS_REFRESH_MS,
-    });
-  }
-  return client.duplicate({ lazyConnect: true, connectionName: 'lock-subscriber' });
-}
 
 /** The scripts every lock kind uses, loaded once per process. */
 function loadScripts() {
@@ -317,16 +279,4 @@ export class LockEngine implements OnApplicationBootstrap, OnApplicationShutdown
       clearTimeout(timer);
     }
   }
-}
-
-/** `host:port` of a standalone client, the sentinels' or the startup nodes' addresses otherwise. */
-export function describeAddress(client: RedisClient): string {
-  const hostPort = (node: { host?: string; port?: number }, port: number): string => `${node.host ?? '127.0.0.1'}:${node.port ?? port}`;
-  if (isCluster(client)) {
-    const nodes = (client as unknown as { startupNodes?: Array<string | number | { host?: string; port?: number }> }).startupNodes ?? [];
-    return `cluster ${nodes.map((node) => (typeof node === 'object' ? hostPort(node, 6379) : String(node))).join(', ')}`;
-  }
-  const { host, port, path, sentinels, name } = client.options;
-  if (sentinels?.length) return `sentinels ${sentinels.map((s) => hostPort(s, 26379)).join(', ')} (master ${name})`;
-  return path || hostPort({ host, port }, 6379);
 }
