@@ -3,7 +3,8 @@
  * Jest's order of suites for parallel workers: the slowest first, so no worker is left with a long
  * suite at the end while the others idle. Jest's own sequencer knows durations only from its cache
  * (empty on a fresh clone and in CI, where it falls back to file size); this one falls back to the
- * durations in suite-seconds.json (measured; suites under 5 s are not listed and count as 2 s).
+ * durations in suite-seconds.json (measured in a parallel run; suites under 5 s are not listed and count
+ * as 2 s).
  */
 const path = require('node:path');
 const Sequencer = require('@jest/test-sequencer').default;
