@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { TestingModule } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { SemaphoreLimitError, SemaphoreService } from '../../lib';
@@ -121,8 +122,14 @@ describe('semaphore in layout redisson', () => {
     const name = fresh();
     const permit = await a.get(SemaphoreService).getSemaphore(name, { permits: 1 }).acquire({ leaseTime: 300 });
     const deadline = Number(await raw.zscore(RedissonNames.semaphoreTimeouts(name), Buffer.from(permit.ownerId, 'hex')));
-    await new Promise((resolve) => permit.signal.addEventListener('abort', resolve));
-    expect(Date.now()).toBeLessThanOrEqual(deadline);
+    // The local end is a timer due a drift margin before the deadline; a timer fires late by as much
+    // as this process's event loop is held up (a loaded machine: once 1 ms past the deadline with the
+    // suites in parallel), which is not the library's to prevent: allowed for, measured.
+    const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+    loopDelay.enable();
+    const abortedAt = await new Promise<number>((resolve) => permit.signal.addEventListener('abort', () => resolve(Date.now())));
+    loopDelay.disable();
+    expect(abortedAt).toBeLessThanOrEqual(deadline + Math.ceil(loopDelay.max / 1e6));
     // Past its deadline the next acquire reclaims it.
     await waitUntil(() => Date.now() > deadline);
     const next = await b.get(SemaphoreService).getSemaphore(name, { permits: 1 }).tryAcquire();
