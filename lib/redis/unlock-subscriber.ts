@@ -2,11 +2,13 @@ import { Logger } from '@nestjs/common';
 import { CHANNEL_COMMAND, CONNECTION_ERROR_DEBUG, SUBSCRIBE_FAILED, SUBSCRIBER_CLOSED } from '../lock.messages';
 import { isCluster, type RedisClient } from './redis-client';
 import { deliverTo, seatsOf, subscribedChannels, wakeOne, type ChannelSeats } from './channel-seats';
+import { IdleChannels } from './idle-channels';
 import { Waiter } from './waiter';
 
 /**
  * The one subscriber connection of a module instance. Each channel is subscribed once, however many
- * local waiters it has, and unsubscribed when its last waiter leaves.
+ * local waiters it has, and unsubscribed when its last waiter leaves (a while after, when that waiter
+ * got the lock: see idle-channels.ts).
  */
 export class UnlockSubscriber {
   private readonly logger = new Logger('LockModule');
@@ -20,6 +22,8 @@ export class UnlockSubscriber {
    * UNSUBSCRIBE failed (ioredis gave up on it during a long outage). See `unsubscribe`.
    */
   private readonly unsubscribeWhenReady = new Set<string>();
+  /** Channels whose last waiter left with the lock, still subscribed for a while. */
+  private readonly idle = new IdleChannels((channel, seats) => this.unsubscribe(subscribedChannels(channel, seats)));
 
   constructor(
     private readonly connection: RedisClient,
@@ -42,6 +46,7 @@ export class UnlockSubscriber {
         seats.active = false;
         seats.pending = undefined;
       }
+      this.idle.connectionClosed();
     });
     connection.on('ready', () => {
       this.unsubscribeLeftovers();
@@ -94,10 +99,12 @@ export class UnlockSubscriber {
     const waiter = new Waiter(channel, id);
     let seats = this.channels.get(channel);
     if (!seats) {
-      seats = { head: undefined, tail: undefined, count: 0, active: false, pending: undefined, handOverCheck: undefined, shared };
+      const idle = this.idle.takeBack(channel, shared);
+      seats = idle ?? { head: undefined, tail: undefined, count: 0, active: false, pending: undefined, handOverCheck: undefined, shared };
       this.channels.set(channel, seats);
       if (shared !== undefined) this.sharedChannels.set(shared, channel);
-      this.startSubscription(channel, seats);
+      // Idle seats are still subscribed, unless the connection dropped meanwhile.
+      if (!seats.active && !seats.pending) this.startSubscription(channel, seats);
     }
     waiter.prev = seats.tail;
     if (seats.tail) seats.tail.next = waiter;
@@ -158,7 +165,11 @@ export class UnlockSubscriber {
       clearTimeout(seats.handOverCheck);
       this.channels.delete(waiter.channel);
       if (seats.shared !== undefined) this.sharedChannels.delete(seats.shared);
-      if (!this.closedWith) this.unsubscribe(subscribedChannels(waiter.channel, seats));
+      if (this.closedWith) return;
+      // Left with the lock: kept a while (no UNSUBSCRIBE between a grant and its body). Without it
+      // (timed out, cancelled): unsubscribed now.
+      if (acquired && seats.active) this.idle.keep(waiter.channel, seats);
+      else this.unsubscribe(subscribedChannels(waiter.channel, seats));
     }
   }
 
@@ -171,6 +182,7 @@ export class UnlockSubscriber {
     }
     this.channels.clear();
     this.sharedChannels.clear();
+    this.idle.clear();
   }
 
   /** Every waiter retries now (a connection came back: a release may have gone unheard). */
@@ -231,7 +243,9 @@ export class UnlockSubscriber {
 
   /** Back from a reconnect: the channels ioredis subscribed again although nobody waits on them. */
   private unsubscribeLeftovers(): void {
-    const channels = [...this.unsubscribeWhenReady].filter((channel) => !this.channels.has(channel) && !this.sharedChannels.has(channel));
+    const channels = [...this.unsubscribeWhenReady].filter(
+      (channel) => !this.channels.has(channel) && !this.sharedChannels.has(channel) && !this.idle.has(channel),
+    );
     this.unsubscribeWhenReady.clear();
     for (const channel of channels) this.unsubscribe([channel]);
   }

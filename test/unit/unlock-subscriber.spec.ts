@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { RedisClient } from '../../lib/redis/redis-client';
 import { WAKE_ALL, WAKE_IDS, WAKE_ONE } from '../../lib/redis/unlock-messages';
+import { IDLE_CHANNEL_MS } from '../../lib/redis/idle-channels';
 import { UnlockSubscriber } from '../../lib/redis/unlock-subscriber';
 import { type Sleeper, Waiter } from '../../lib/redis/waiter';
 
@@ -241,15 +242,61 @@ describe('UnlockSubscriber seats', () => {
     expect(subscriber.waiterCount('a')).toBe(2);
     expect(subscriber.waiterCount()).toBe(3);
     expect(subscriber.channelCount).toBe(2);
-    subscriber.leave(seats[0]);
+    subscriber.leave(seats[0], false);
     expect(connection.unsubscribed).toEqual([]);
-    subscriber.leave(seats[1]);
-    subscriber.leave(seats[1]); // twice: no effect
+    subscriber.leave(seats[1], false);
+    subscriber.leave(seats[1], false); // twice: no effect
     expect(connection.unsubscribed).toEqual(['a']);
     expect(subscriber.hasWaiters('a')).toBe(false);
     expect(subscriber.waiterCount()).toBe(1);
-    subscriber.leave(seats[2]);
+    subscriber.leave(seats[2], false);
     expect(subscriber.channelCount).toBe(0);
+    expect(connection.unsubscribed).toEqual(['a', 'b']);
+  });
+
+  it('keeps a channel subscribed for IDLE_CHANNEL_MS after its last waiter left with the lock: the next wait needs no SUBSCRIBE', async () => {
+    jest.useFakeTimers();
+    try {
+      const first = subscriber.seat('a');
+      expect(await subscriber.subscribed(first, 1_000)).toBe(true);
+      subscriber.leave(first, true);
+      // Nobody waits: counted as no channel, but still subscribed (no UNSUBSCRIBE on the hand-off's path).
+      expect(subscriber.channelCount).toBe(0);
+      expect(subscriber.hasWaiters('a')).toBe(false);
+      expect(connection.unsubscribed).toEqual([]);
+      jest.advanceTimersByTime(IDLE_CHANNEL_MS / 2);
+      const again = subscriber.seat('a');
+      expect(subscriber.isSubscribed(again)).toBe(true);
+      expect(connection.subscribed).toEqual(['a']);
+      // A message on it reaches the new seat.
+      connection.publish('a', WAKE_ALL);
+      expect(again.pendingWake).toBe(true);
+      subscriber.leave(again, true);
+      jest.advanceTimersByTime(IDLE_CHANNEL_MS - 1);
+      expect(connection.unsubscribed).toEqual([]);
+      jest.advanceTimersByTime(1);
+      expect(connection.unsubscribed).toEqual(['a']);
+      // After that a new seat subscribes anew.
+      const late = subscriber.seat('a');
+      expect(subscriber.isSubscribed(late)).toBe(false);
+      expect(await subscriber.subscribed(late, 1_000)).toBe(true);
+      expect(connection.subscribed).toEqual(['a', 'a']);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('a channel idle when the connection drops is subscribed again by its next waiter', async () => {
+    const first = subscriber.seat('a');
+    expect(await subscriber.subscribed(first, 1_000)).toBe(true);
+    subscriber.leave(first, true);
+    connection.emit('close');
+    const again = subscriber.seat('a');
+    expect(subscriber.isSubscribed(again)).toBe(false);
+    expect(await subscriber.subscribed(again, 1_000)).toBe(true);
+    expect(connection.subscribed).toEqual(['a', 'a']);
+    subscriber.leave(again, false);
+    expect(connection.unsubscribed).toEqual(['a']);
   });
 
   it('"one" wakes the longest-waiting seat not woken yet, "all" wakes every seat', () => {
