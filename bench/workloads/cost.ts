@@ -201,8 +201,17 @@ const scriptNames = (): Map<string, string> => {
 
 const noop = async (): Promise<void> => undefined;
 
-/** A script's name from its SHA and its `EVALSHA`/`EVAL` arguments as the slow log has them; undefined: not known. */
-export type ScriptNamer = (sha: string, args: readonly string[]) => string | undefined;
+/**
+ * A script's name from its SHA, its `EVALSHA`/`EVAL` arguments as the slow log has them, and the
+ * commands it ran (their names, in order); undefined: not known.
+ */
+export type ScriptNamer = (sha: string, args: readonly string[], inner: readonly string[]) => string | undefined;
+
+/**
+ * Redis 7.0 logs the commands a script runs as from the client `?:0` (the scripts' fake client),
+ * each right before the script's own entry.
+ */
+const SCRIPT_CLIENT = '?:0';
 
 /**
  * The per-script window: `run` (resolving with the operations it ran) with the slow log recording
@@ -218,11 +227,19 @@ export async function slowLogScripts(admin: Redis, run: () => Promise<number>, n
   const entries = (await admin.slowlog('GET', '200000')) as Array<[number, number, number, string[], string, string]>;
   await admin.slowlog('RESET');
   const lua: CostRaw['lua'] = {};
-  for (const [, , usec, args] of entries) {
+  let inner: string[] = [];
+  // Oldest first, so that a script's commands come before it.
+  for (const [, , usec, args, client] of [...entries].reverse()) {
     const command = String(args[0]).toLowerCase();
+    if (client === SCRIPT_CLIENT) {
+      inner.push(command);
+      continue;
+    }
+    const ran = inner;
+    inner = [];
     if (command !== 'evalsha' && command !== 'eval') continue;
     const sha = command === 'evalsha' ? String(args[1]) : createHash('sha1').update(String(args[1])).digest('hex');
-    const entry = (lua[sha] ??= { name: nameOf(sha, args.map(String)) ?? `${command === 'eval' ? 'EVAL ' : ''}${sha.slice(0, 10)} (not ours)`, calls: 0, usec: 0 });
+    const entry = (lua[sha] ??= { name: nameOf(sha, args.map(String), ran) ?? `${command === 'eval' ? 'EVAL ' : ''}${sha.slice(0, 10)} (not ours)`, calls: 0, usec: 0 });
     entry.calls += 1;
     entry.usec += Number(usec);
   }

@@ -15,7 +15,9 @@ import { slowLogScripts } from './cost';
  * What Redisson 4.7.0 sends (MONITOR, uncontended): `lock()` one `EVALSHA` (1 key: the lock's
  * hash; exists, hincrby, pexpire inside), `unlock()` one `EVALSHA` (3 keys: the hash, its channel
  * and an unlock latch; get, hexists, hincrby, del, PUBLISH, set px inside) and then a `DEL` of the
- * latch. `sent` cannot be counted in the JVM, so a third window under MONITOR counts what the
+ * latch. The watchdog's renewal script (hexists, pexpire) comes on top now and then: Redisson 4's
+ * renewal timer renews the locks held when it fires, and at this rate they are many (a window
+ * that met it: 0.1 renewals per operation). `sent` cannot be counted in the JVM, so a third window under MONITOR counts what the
  * client sent per command name (a script's inner commands have the source `lua`).
  */
 
@@ -26,14 +28,16 @@ interface JavaWindow {
 }
 
 /**
- * Redisson's scripts named by their keys (only their SHAs reach the slow log: Redisson sends
- * `EVALSHA`): the unlock script is the one given the lock's pub/sub channel, the lock script has
- * the lock's hash alone.
+ * Redisson's scripts named by their keys and what they run (only their SHAs reach the slow log:
+ * Redisson sends `EVALSHA`): unlock is the one given the lock's pub/sub channel; of those given the
+ * lock's hash alone, lock starts with `exists` (then hincrby, pexpire), the watchdog's renewal with
+ * `hexists` (then pexpire when still held).
  */
-export const redissonScriptName: ScriptNamer = (_sha, args) => {
+export const redissonScriptName: ScriptNamer = (_sha, args, inner) => {
   const keys = args.slice(3, 3 + Number(args[2]));
   if (keys.some((key) => key.startsWith('redisson_lock__channel'))) return 'redisson unlock';
-  if (keys.length === 1) return 'redisson lock';
+  if (keys.length === 1 && inner[0] === 'exists') return 'redisson lock';
+  if (keys.length === 1 && inner[0] === 'hexists') return 'redisson watchdog renewal';
   return undefined;
 };
 
