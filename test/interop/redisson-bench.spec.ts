@@ -113,10 +113,10 @@ describeInterop(`the cost section's Java Redisson ${REDISSON_4} subject`, () => 
     // MONITOR's count, scaled to the window: the two EVALSHAs and the latch DEL; the script's DEL is
     // not sent (a PING of Redisson's connection check may come on top).
     expect(raw.sent).toMatchObject({ evalsha: 200, del: 100 });
-    expect(Object.values(raw.lua).map((s) => [s.name, s.calls]).sort()).toEqual([
-      ['redisson lock', 40],
-      ['redisson unlock', 40],
-    ]);
+    // The watchdog's renewal may come on top, when its timer fires within the window.
+    const scripts = Object.fromEntries(Object.values(raw.lua).map((s) => [s.name, s.calls]));
+    expect(scripts).toMatchObject({ 'redisson lock': 40, 'redisson unlock': 40 });
+    expect(Object.keys(scripts).filter((name) => !/^redisson (lock|unlock|watchdog renewal)$/.test(name))).toEqual([]);
     const f = figures(raw);
     expect(f.sentPerOp).toBeGreaterThanOrEqual(3);
     expect(f.redisUsPerOp).toBeGreaterThan(0);
