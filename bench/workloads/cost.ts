@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type Redis from 'ioredis';
 import type { LockAdapter } from '../adapters/adapter';
+import { redissonJavaSpec } from '../adapters/redisson-java';
 import { REDISSON_4 } from '../../test/interop/redisson';
 import { now, sleep } from '../harness/clock';
 import { NODE_CORE, pinningAvailable, REDIS_CORE } from '../harness/cpu';
@@ -47,6 +48,8 @@ interface Subject {
   create?(redisUrl: string): Promise<LockAdapter>;
   /** Outside Node (Java Redisson): runs the windows itself, from the bench's process. */
   measure?(redisUrl: string, params: CostParams, timeoutMs: number): Promise<CostRaw>;
+  /** Why it cannot run here (no JVM, say), or undefined: such a subject is left out, not failed. */
+  unavailable?(): string | undefined;
 }
 
 interface CostCase {
@@ -70,6 +73,8 @@ function javaRedisson(op: 'lock' | 'trylock', id: string, label: string): Subjec
     ours: false,
     scripts: true,
     measure: async (url, params, timeoutMs) => (await import('./redisson-java-cost')).runJavaCost(op, url, params, timeoutMs),
+    // The W1 adapter's check: a JVM, and the driver jar built (Maven, the first time).
+    unavailable: () => redissonJavaSpec(REDISSON_4).unavailable(),
   };
 }
 
@@ -474,7 +479,14 @@ export async function runCostBench(quick: boolean, log: (line: string) => void):
   const admin = adminClient(redis.url);
   const runs: CostResults['runs'] = {};
   const jobs = chosenCases().flatMap((c) =>
-    c.subjects.filter((s) => !adapters || adapters.includes(s.id)).map((s) => ({ caseId: c.id, subject: s })),
+    c.subjects
+      .filter((s) => !adapters || adapters.includes(s.id))
+      .filter((s) => {
+        const why = s.unavailable?.();
+        if (why) log(`cost ${c.id} ${s.id}: left out, ${why}`);
+        return !why;
+      })
+      .map((s) => ({ caseId: c.id, subject: s })),
   );
   try {
     for (let rep = 1; rep <= repetitions; rep++) {
