@@ -15,9 +15,9 @@ import { slowLogScripts } from './cost';
  * What Redisson 4.7.0 sends (MONITOR, uncontended): `lock()` one `EVALSHA` (1 key: the lock's
  * hash; exists, hincrby, pexpire inside), `unlock()` one `EVALSHA` (3 keys: the hash, its channel
  * and an unlock latch; get, hexists, hincrby, del, PUBLISH, set px inside) and then a `DEL` of the
- * latch. The watchdog's renewal script (hexists, pexpire) comes on top now and then: Redisson 4's
- * renewal timer renews the locks held when it fires, and at this rate they are many (a window
- * that met it: 0.1 renewals per operation). `sent` cannot be counted in the JVM, so a third window under MONITOR counts what the
+ * latch. The watchdog's renewal script (hexists, pexpire) comes on top in a window that meets the
+ * renewal timer (every 10 s): for about a second after it fires, renewals go out, mostly for locks
+ * already released (bench/README.md has a sample). `sent` cannot be counted in the JVM, so a third window under MONITOR counts what the
  * client sent per command name (a script's inner commands have the source `lua`).
  */
 
