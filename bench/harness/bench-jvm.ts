@@ -10,8 +10,9 @@ const MAIN_CLASS = 'interop.RedissonBench';
 /**
  * One JVM running a Java Redisson workload (`interop.RedissonBench <workload> --name value...`),
  * pinned to the Node processes' core: the JVM is a client like them. Its stdout is a line
- * protocol: `ready` (connected and warmed up), `peer <i>` (W4), `result\t<json>`. Killed when it
- * has not answered within `timeoutMs`, like a worker process.
+ * protocol: `ready` (connected and warmed up), `peer <i>` (W4), `<word>\t<json>` answering an
+ * `ask` (the cost section's windows), `result\t<json>`. Killed when it has not answered within
+ * `timeoutMs`, like a worker process.
  */
 export class BenchJvm {
   /** Milliseconds from the spawn to `ready`: JVM start, connection and JIT warm-up. */
@@ -20,6 +21,8 @@ export class BenchJvm {
   private readonly child: ChildProcess;
   private readonly stderr: string[] = [];
   private peerHandler: ((i: number) => void) | undefined;
+  /** Waiting `ask`s, answered in order. */
+  private readonly answers: Array<(answer: unknown) => void> = [];
 
   constructor(jar: string, workload: string, options: Readonly<Record<string, string | number>>, timeoutMs: number) {
     const args = ['-Xmx256m', '-cp', jar, MAIN_CLASS, workload, ...Object.entries(options).flatMap(([name, value]) => [`--${name}`, String(value)])];
@@ -43,7 +46,7 @@ export class BenchJvm {
         else if (line.startsWith('result\t')) {
           clearTimeout(timer);
           resolve(JSON.parse(line.slice(7)));
-        }
+        } else if (/^\w+\t/.test(line)) this.answers.shift()?.(JSON.parse(line.slice(line.indexOf('\t') + 1)));
       });
       this.child.once('error', (error) => {
         clearTimeout(timer);
@@ -62,6 +65,14 @@ export class BenchJvm {
   /** W4: the JVM holds the lock for hand-off i (its `peer <i>` lines). */
   onPeer(handler: (i: number) => void): void {
     this.peerHandler = handler;
+  }
+
+  /** Sends a request line; resolves with the JVM's answer to it (rejects when the JVM ends first). */
+  ask(line: string): Promise<unknown> {
+    const answered = new Promise<unknown>((resolve) => this.answers.push(resolve));
+    this.send(line);
+    const ended = this.result.then(() => Promise.reject(new Error(`the JVM ended without answering "${line}"`)));
+    return Promise.race([answered, ended]);
   }
 
   send(line: string): void {

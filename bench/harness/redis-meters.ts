@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { sleep } from './clock';
 
 /** Server-side command calls by name (`INFO commandstats`), counting commands run inside scripts too. */
 export async function commandCalls(admin: Redis): Promise<Map<string, number>> {
@@ -68,6 +69,35 @@ export async function connectionCount(admin: Redis): Promise<ConnectionCount> {
 /** Commands `INFO commandstats` names with their subcommand (`script|load`, `client|setname`). */
 const CONTAINER_COMMANDS = new Set(['script', 'client', 'config', 'cluster', 'command', 'memory', 'object', 'pubsub', 'function', 'xinfo', 'acl', 'slowlog', 'latency', 'module']);
 
+/** A command's name in `INFO commandstats` (`evalsha`, `script|load`), from its name and first argument. */
+export function statName(command: string, first: unknown): string {
+  const name = command.toLowerCase();
+  return CONTAINER_COMMANDS.has(name) && first !== undefined ? `${name}|${String(first).toLowerCase()}` : name;
+}
+
+/**
+ * The commands clients sent while `run` ran, per commandstats name, seen by `MONITOR` (which tells a
+ * client's commands from those a script runs, source `lua`): for a client outside this process,
+ * whose sends `SentCommands` cannot count. MONITOR slows Redis down, so it gets a window of its own.
+ */
+export async function sentByMonitor<T>(admin: Redis, run: () => Promise<T>): Promise<{ result: T; sent: Map<string, number> }> {
+  const sent = new Map<string, number>();
+  const monitor = await admin.monitor();
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (source === 'lua' || args.length === 0) return;
+    const name = statName(String(args[0]), args[1]);
+    sent.set(name, (sent.get(name) ?? 0) + 1);
+  });
+  try {
+    const result = await run();
+    // MONITOR's lines trail the replies a little.
+    await sleep(100);
+    return { result, sent };
+  } finally {
+    monitor.disconnect();
+  }
+}
+
 /**
  * Counts the commands this process's ioredis connections send (the round trips a library asks
  * for), skipping the bench's measuring connection. Installed once per worker process.
@@ -102,7 +132,7 @@ export class SentCommands {
   private countByName(command: { name?: string; args?: unknown[] }): void {
     const name = String(command?.name ?? '?').toLowerCase();
     const first = command?.args?.[0];
-    const key = CONTAINER_COMMANDS.has(name) && first !== undefined ? `${name}|${String(first).toLowerCase()}` : name;
+    const key = statName(name, first);
     this.byName.set(key, (this.byName.get(key) ?? 0) + 1);
     if (name === 'evalsha') this.bySha.set(String(first), (this.bySha.get(String(first)) ?? 0) + 1);
   }

@@ -6,7 +6,8 @@
  * (sequential operations, or hand-offs), waits for the last release to land, and reads
  * `INFO commandstats`, redis-server's CPU (`INFO cpu`) and its own `process.cpuUsage()` delta. Then a
  * second, shorter window with the slow log recording every command gives the time per Lua script
- * (`EVALSHA` by SHA; this library's SHAs are named after their `lua/` file).
+ * (`EVALSHA` by SHA; this library's SHAs are named after their `lua/` file). Java Redisson's rows
+ * run the same windows in a JVM instead of a worker (workloads/redisson-java-cost.ts).
  *
  * What is summed (Redis 7.0, checked by experiment: a script's `usec` includes the commands it runs,
  * and those are also counted under their own names):
@@ -17,14 +18,17 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import type Redis from 'ioredis';
 import type { LockAdapter } from '../adapters/adapter';
+import { redissonJavaSpec } from '../adapters/redisson-java';
+import { REDISSON_4 } from '../../test/interop/redisson';
 import { now, sleep } from '../harness/clock';
 import { NODE_CORE, pinningAvailable, REDIS_CORE } from '../harness/cpu';
 import { table } from '../harness/markdown';
 import { CommandStat, commandStats, MEASURING, redisCpuMs, SentCommands } from '../harness/redis-meters';
 import { adminClient, startBenchRedis } from '../harness/redis-server';
 import { currentRevision, describeRevision } from '../harness/revision';
-import { JOB_TIMEOUT_MS } from '../harness/settings';
+import { FULL, JOB_TIMEOUT_MS, QUICK } from '../harness/settings';
 import { fmt, median } from '../harness/stats';
 import { runJob } from '../harness/worker-process';
 import type { WorkerContext } from './context';
@@ -38,7 +42,14 @@ interface Subject {
   readonly id: string;
   readonly label: string;
   readonly ours: boolean;
-  create(redisUrl: string): Promise<LockAdapter>;
+  /** Shown in the per-script table (ours always): a peer whose scripts are worth naming. */
+  readonly scripts?: boolean;
+  /** In a worker process: the adapter the windows run. */
+  create?(redisUrl: string): Promise<LockAdapter>;
+  /** Outside Node (Java Redisson): runs the windows itself, from the bench's process. */
+  measure?(redisUrl: string, params: CostParams, timeoutMs: number): Promise<CostRaw>;
+  /** Why it cannot run here (no JVM, say), or undefined: such a subject is left out, not failed. */
+  unavailable?(): string | undefined;
 }
 
 interface CostCase {
@@ -52,6 +63,19 @@ interface CostCase {
 /** A subject that is one of the bench's adapters (adapters/index.ts). */
 function adapter(id: string, label: string, ours = false): Subject {
   return { id, label, ours, create: async (url) => (await import('../adapters')).adapterSpec(id).create(url) };
+}
+
+/** Java Redisson 4.x's `RLock`, in a JVM (workloads/redisson-java-cost.ts). */
+function javaRedisson(op: 'lock' | 'trylock', id: string, label: string): Subject {
+  return {
+    id,
+    label,
+    ours: false,
+    scripts: true,
+    measure: async (url, params, timeoutMs) => (await import('./redisson-java-cost')).runJavaCost(op, url, params, timeoutMs),
+    // The W1 adapter's check: a JVM, and the driver jar built (Maven, the first time).
+    unavailable: () => redissonJavaSpec(REDISSON_4).unavailable(),
+  };
 }
 
 function otherKind(kind: 'fair' | 'read' | 'semaphore', label: string): Subject {
@@ -71,6 +95,8 @@ export const COST_CASES: readonly CostCase[] = [
       adapter('redlock-universal', 'redlock-universal'),
       adapter('node-redisson', 'node-redisson'),
       adapter('set-nx-poller', 'SET NX PX poller'),
+      javaRedisson('lock', `redisson-java-${REDISSON_4}`, `Java Redisson ${REDISSON_4}, RLock lock() + unlock() (CPU: the whole JVM)`),
+      javaRedisson('trylock', `redisson-java-${REDISSON_4}-trylock`, `Java Redisson ${REDISSON_4}, RLock tryLock(0 ms) + unlock() (CPU: the whole JVM)`),
     ],
   },
   {
@@ -126,10 +152,33 @@ export interface CostParams {
   /** The slow-log window for the per-script times: operations (hand-offs) it runs. */
   readonly luaOps: number;
   readonly luaHandoffs: number;
+  /** JVM subjects: the JIT warm-up runs at least `warmup` operations, until no compilation for `jitQuietMs` (at most `jitMaxMs`), as W1's. */
+  readonly jitQuietMs: number;
+  readonly jitMaxMs: number;
 }
 
-export const COST_FULL: CostParams = { ops: 5000, warmup: 3000, handoffs: 500, handoffWarmup: 50, handoffCapMs: 6000, luaOps: 1000, luaHandoffs: 100 };
-export const COST_QUICK: CostParams = { ops: 500, warmup: 200, handoffs: 50, handoffWarmup: 10, handoffCapMs: 2000, luaOps: 200, luaHandoffs: 20 };
+export const COST_FULL: CostParams = {
+  ops: 5000,
+  warmup: 3000,
+  handoffs: 500,
+  handoffWarmup: 50,
+  handoffCapMs: 6000,
+  luaOps: 1000,
+  luaHandoffs: 100,
+  jitQuietMs: FULL.jvm.jitQuietMs,
+  jitMaxMs: FULL.jvm.jitMaxMs,
+};
+export const COST_QUICK: CostParams = {
+  ops: 500,
+  warmup: 200,
+  handoffs: 50,
+  handoffWarmup: 10,
+  handoffCapMs: 2000,
+  luaOps: 200,
+  luaHandoffs: 20,
+  jitQuietMs: QUICK.jvm.jitQuietMs,
+  jitMaxMs: QUICK.jvm.jitMaxMs,
+};
 
 /** One worker's figures (raw: the parent derives the per-operation ones). */
 export interface CostRaw {
@@ -148,6 +197,7 @@ export interface CostRaw {
   readonly windowUs: [number, number];
 }
 
+/** This library's scripts by SHA, named after their `lua/` file. */
 const scriptNames = (): Map<string, string> => {
   // eslint-disable-next-line @typescript-eslint/no-var-requires
   const { LUA_SOURCES } = require('../../lib/redis/lua-sources.generated') as { LUA_SOURCES: Record<string, string> };
@@ -155,6 +205,51 @@ const scriptNames = (): Map<string, string> => {
 };
 
 const noop = async (): Promise<void> => undefined;
+
+/**
+ * A script's name from its SHA, its `EVALSHA`/`EVAL` arguments as the slow log has them, and the
+ * commands it ran (their names, in order); undefined: not known.
+ */
+export type ScriptNamer = (sha: string, args: readonly string[], inner: readonly string[]) => string | undefined;
+
+/**
+ * Redis 7.0 logs the commands a script runs as from the client `?:0` (the scripts' fake client),
+ * each right before the script's own entry.
+ */
+const SCRIPT_CLIENT = '?:0';
+
+/**
+ * The per-script window: `run` (resolving with the operations it ran) with the slow log recording
+ * every command; its `EVALSHA`/`EVAL` entries grouped by SHA.
+ */
+export async function slowLogScripts(admin: Redis, run: () => Promise<number>, nameOf: ScriptNamer): Promise<{ ops: number; lua: CostRaw['lua'] }> {
+  await admin.config('SET', 'slowlog-max-len', '200000');
+  await admin.config('SET', 'slowlog-log-slower-than', '0');
+  await admin.slowlog('RESET');
+  const ops = await run();
+  await sleep(50);
+  await admin.config('SET', 'slowlog-log-slower-than', '10000');
+  const entries = (await admin.slowlog('GET', '200000')) as Array<[number, number, number, string[], string, string]>;
+  await admin.slowlog('RESET');
+  const lua: CostRaw['lua'] = {};
+  let inner: string[] = [];
+  // Oldest first, so that a script's commands come before it.
+  for (const [, , usec, args, client] of [...entries].reverse()) {
+    const command = String(args[0]).toLowerCase();
+    if (client === SCRIPT_CLIENT) {
+      inner.push(command);
+      continue;
+    }
+    const ran = inner;
+    inner = [];
+    if (command !== 'evalsha' && command !== 'eval') continue;
+    const sha = command === 'evalsha' ? String(args[1]) : createHash('sha1').update(String(args[1])).digest('hex');
+    const entry = (lua[sha] ??= { name: nameOf(sha, args.map(String), ran) ?? `${command === 'eval' ? 'EVAL ' : ''}${sha.slice(0, 10)} (not ours)`, calls: 0, usec: 0 });
+    entry.calls += 1;
+    entry.usec += Number(usec);
+  }
+  return { ops, lua };
+}
 
 /** `count` sequential operations on names never used before; resolves with the give-ups. */
 async function sequential(adapter: LockAdapter, prefix: string, count: number): Promise<number> {
@@ -223,7 +318,7 @@ export async function costChild(context: WorkerContext): Promise<CostRaw> {
   const [caseId, subjectId] = String(context.job.variant).split('/');
   const costCase = COST_CASES.find((c) => c.id === caseId);
   const subject = costCase?.subjects.find((s) => s.id === subjectId);
-  if (!costCase || !subject) throw new Error(`cost: unknown case/subject "${context.job.variant}"`);
+  if (!costCase || !subject?.create) throw new Error(`cost: unknown case/subject in a worker "${context.job.variant}"`);
   const params = context.job.params as unknown as CostParams;
   const sent = SentCommands.install();
   const admin = adminClient(context.job.redisUrl);
@@ -254,24 +349,8 @@ export async function costChild(context: WorkerContext): Promise<CostRaw> {
     const redisCpuUs = ((await redisCpuMs(admin)) - redisCpuBefore) * 1000;
 
     // The per-script window: the slow log records every command with its duration.
-    await admin.config('SET', 'slowlog-max-len', '200000');
-    await admin.config('SET', 'slowlog-log-slower-than', '0');
-    await admin.slowlog('RESET');
-    const luaWindow = await window('lua', handoff ? params.luaHandoffs : params.luaOps);
-    await sleep(50);
-    await admin.config('SET', 'slowlog-log-slower-than', '10000');
-    const entries = (await admin.slowlog('GET', '200000')) as Array<[number, number, number, string[], string, string]>;
-    await admin.slowlog('RESET');
     const names = scriptNames();
-    const lua: CostRaw['lua'] = {};
-    for (const [, , usec, args] of entries) {
-      const command = String(args[0]).toLowerCase();
-      if (command !== 'evalsha' && command !== 'eval') continue;
-      const sha = command === 'evalsha' ? String(args[1]) : createHash('sha1').update(String(args[1])).digest('hex');
-      const entry = (lua[sha] ??= { name: names.get(sha) ?? `${command === 'eval' ? 'EVAL ' : ''}${sha.slice(0, 10)} (not ours)`, calls: 0, usec: 0 });
-      entry.calls += 1;
-      entry.usec += Number(usec);
-    }
+    const luaWindow = await slowLogScripts(admin, async () => (await window('lua', handoff ? params.luaHandoffs : params.luaOps)).ops, (sha) => names.get(sha));
     return {
       ops: measured.ops,
       wallMs,
@@ -280,7 +359,7 @@ export async function costChild(context: WorkerContext): Promise<CostRaw> {
       giveUps: measured.giveUps,
       sent: sentByName,
       server: Object.fromEntries([...server].filter(([name]) => !MEASURING.test(name))),
-      lua,
+      lua: luaWindow.lua,
       luaOps: luaWindow.ops,
       windowUs: [Math.round(started * 1000), Math.round(windowEnd * 1000)],
     };
@@ -400,7 +479,14 @@ export async function runCostBench(quick: boolean, log: (line: string) => void):
   const admin = adminClient(redis.url);
   const runs: CostResults['runs'] = {};
   const jobs = chosenCases().flatMap((c) =>
-    c.subjects.filter((s) => !adapters || adapters.includes(s.id)).map((s) => ({ caseId: c.id, subject: s })),
+    c.subjects
+      .filter((s) => !adapters || adapters.includes(s.id))
+      .filter((s) => {
+        const why = s.unavailable?.();
+        if (why) log(`cost ${c.id} ${s.id}: left out, ${why}`);
+        return !why;
+      })
+      .map((s) => ({ caseId: c.id, subject: s })),
   );
   try {
     for (let rep = 1; rep <= repetitions; rep++) {
@@ -410,7 +496,9 @@ export async function runCostBench(quick: boolean, log: (line: string) => void):
         const started = Date.now();
         const list = ((runs[caseId] ??= {})[subject.id] ??= []);
         try {
-          const raw = await runJob<CostRaw>({ task: 'cost', variant: `${caseId}/${subject.id}`, redisUrl: redis.url, params: params as unknown as Record<string, number> }, JOB_TIMEOUT_MS);
+          const raw = subject.measure
+            ? await subject.measure(redis.url, params, JOB_TIMEOUT_MS)
+            : await runJob<CostRaw>({ task: 'cost', variant: `${caseId}/${subject.id}`, redisUrl: redis.url, params: params as unknown as Record<string, number> }, JOB_TIMEOUT_MS);
           const f = figures(raw);
           list.push(f);
           log(`cost rep ${rep} ${caseId} ${subject.id}: ${((Date.now() - started) / 1000).toFixed(1)} s, ${fmt(f.commandsPerOp)} cmds/op, Redis ${fmt(f.redisUsPerOp)} us/op, Node ${fmt(f.nodeCpuUsPerOp)} us/op`);
@@ -502,7 +590,7 @@ export function renderCost(results: CostResults): string {
       `One operation: ${costCase.unit}.`,
       '',
       table(
-        ['library', 'commands/op (all)', 'sent/op', 'Redis µs/op (min-max)', 'of which scripts\' inner commands', 'redis-server CPU µs/op', 'Node CPU µs/op (min-max)', 'wall µs/op', 'first row ÷ this row: Redis / Node µs', costCase.id === 'handoff' ? 'hand-offs' : 'ops', 'commands by calls/op'],
+        ['library', 'commands/op (all)', 'sent/op', 'Redis µs/op (min-max)', 'of which scripts\' inner commands', 'redis-server CPU µs/op', 'client CPU µs/op (min-max)', 'wall µs/op', 'first row ÷ this row: Redis / client µs', costCase.id === 'handoff' ? 'hand-offs' : 'ops', 'commands by calls/op'],
         rows,
       ),
       '',
@@ -510,15 +598,15 @@ export function renderCost(results: CostResults): string {
     const luaRows: string[][] = [];
     for (const s of costCase.subjects) {
       const m = medians.get(s.id);
-      if (!s.ours || !m || typeof m === 'string') continue;
+      if (!(s.ours || s.scripts) || !m || typeof m === 'string') continue;
       for (const script of m.lua) luaRows.push([s.label, `\`${script.name}\``, fmt(script.callsPerOp, 3), fmt(script.usPerCall), fmt(script.usPerOp)]);
     }
     if (luaRows.length) {
       lines.push(
-        'Per script, this library (a slow-log window after the measured one: its µs/call are inflated by the logging of each inner command; ' +
+        'Per script, this library and Java Redisson (a slow-log window after the measured one: its µs/call are inflated by the logging of each inner command; ' +
           'µs/op is scaled so the scripts add up to what commandstats measured for them in the window above):',
         '',
-        table(['library', 'script (lua/)', 'calls/op', 'µs/call (slow log)', 'µs/op (scaled)'], luaRows, 2),
+        table(['library', 'script (lua/, or Redisson\'s by its keys)', 'calls/op', 'µs/call (slow log)', 'µs/op (scaled)'], luaRows, 2),
         '',
       );
     }
@@ -535,10 +623,12 @@ const INTRO = [
   'the process sent (its round-trip commands); **Redis µs/op** the `usec` of the commands sent, scripts whole (on Redis 7.0 a',
   "script's `usec` already includes its inner commands', which are not added again; the next column is that inner part, the",
   'rest of a script\'s time is Lua itself and calling it); **redis-server CPU µs/op** its',
-  '`used_cpu_user + used_cpu_sys` (INFO cpu) over the window, reading and writing the sockets included; **Node CPU µs/op**',
+  '`used_cpu_user + used_cpu_sys` (INFO cpu) over the window, reading and writing the sockets included; **client CPU µs/op**',
   '`process.cpuUsage()` (user + system) of the worker over the window. Per script: a second window with',
   '`slowlog-log-slower-than 0`, `EVALSHA` entries grouped by SHA, named after their `lua/` file. The Node profile of the',
-  'fast path: bench/profiles/README.md.',
+  'fast path: bench/profiles/README.md. Java Redisson\'s rows run the same windows in a JVM (after a JIT warm-up): client CPU',
+  'is the whole JVM\'s (Netty and JIT threads included), sent/op is counted by `MONITOR` in a third window (a script\'s',
+  'commands have the source `lua`), and its scripts are named by their keys (the one given the lock\'s channel unlocks).',
   '',
 ].join('\n');
 

@@ -1,9 +1,11 @@
 import Redis from 'ioredis';
 import { QUICK, type BenchSettings } from '../../bench/harness/settings';
+import { COST_QUICK, figures } from '../../bench/workloads/cost';
 import { runJavaW1, runJavaW4 } from '../../bench/workloads/redisson-java';
+import { runJavaCost } from '../../bench/workloads/redisson-java-cost';
 import { redisServerBin } from '../support/redis-binaries';
 import { startRedisBinary, TestRedis } from '../support/redis-server';
-import { buildRedissonDriver, redissonVersionsUnderTest } from './redisson';
+import { buildRedissonDriver, REDISSON_4, redissonVersionsUnderTest } from './redisson';
 
 /**
  * The bench's Java Redisson anchor (`interop.RedissonBench`, run by bench/workloads/redisson-java.ts)
@@ -84,5 +86,41 @@ describeInterop.each(redissonVersionsUnderTest())(title, (version) => {
     const calls = await commandCalls(client);
     expect(calls.publish).toBeGreaterThanOrEqual(settings.w4.handoffs + settings.jvm.warmupHandoffs);
     expect(await client.exists('bench:w4:key')).toBe(0);
+  });
+});
+
+describeInterop(`the cost section's Java Redisson ${REDISSON_4} subject`, () => {
+  let redis: TestRedis;
+  let client: Redis;
+
+  beforeAll(async () => {
+    buildRedissonDriver(REDISSON_4);
+    redis = await startRedisBinary(redisServerBin());
+    client = redis.client();
+  }, 600_000);
+
+  afterAll(async () => {
+    client?.disconnect();
+    await redis?.stop();
+  });
+
+  it.each(['lock', 'trylock'] as const)('%s + unlock(): two scripts and the latch DEL sent per operation, the scripts named, every lock released', async (op) => {
+    const params = { ...COST_QUICK, ops: 100, warmup: 50, luaOps: 40, jitQuietMs: 0, jitMaxMs: 0 };
+    const raw = await runJavaCost(op, redis.url, params, 60_000);
+    expect(raw).toMatchObject({ ops: 100, luaOps: 40, giveUps: 0 });
+    expect(raw.server.evalsha.calls).toBe(200);
+    expect(raw.server.publish.calls).toBe(100);
+    // MONITOR's count, scaled to the window: the two EVALSHAs and the latch DEL; the script's DEL is
+    // not sent (a PING of Redisson's connection check may come on top).
+    expect(raw.sent).toMatchObject({ evalsha: 200, del: 100 });
+    // The watchdog's renewal may come on top, when its timer fires within the window.
+    const scripts = Object.fromEntries(Object.values(raw.lua).map((s) => [s.name, s.calls]));
+    expect(scripts).toMatchObject({ 'redisson lock': 40, 'redisson unlock': 40 });
+    expect(Object.keys(scripts).filter((name) => !/^redisson (lock|unlock|watchdog renewal)$/.test(name))).toEqual([]);
+    const f = figures(raw);
+    expect(f.sentPerOp).toBeGreaterThanOrEqual(3);
+    expect(f.redisUsPerOp).toBeGreaterThan(0);
+    expect(f.redisUsPerOp).toBeLessThan(f.naiveUsPerOp);
+    expect(await client.keys('cost:*')).toEqual([]);
   });
 });

@@ -25,7 +25,7 @@ import org.redisson.config.Config;
  * The Java Redisson anchor of the Node bench (bench/adapters/redisson-java.ts): the bench's W1 and W4
  * (bench/workloads/w1-uncontended.ts, w4-handoff.ts) measured by Redisson itself, in this JVM, with
  * the same keys, sizes and stamps. Run as {@code java -cp redisson-driver.jar interop.RedissonBench
- * <w1|w4> --address redis://127.0.0.1:<port> [--name value...]}.
+ * <w1|w4|cost> --address redis://127.0.0.1:<port> [--name value...]}.
  *
  * <p>Every locked call is what a Redisson user writes and what the bench's {@code ours-run} does:
  * {@code tryLock(5000 ms)} with the watchdog (Redisson's default 30 s), the body, {@code unlock()} in
@@ -39,6 +39,13 @@ import org.redisson.config.Config;
  * hand-off i and the next must start waiting; it writes {@code peer <i>} for the other JVM the same
  * way. Stamps are {@code System.nanoTime()}: CLOCK_MONOTONIC on Linux,
  * the clock the Node side stamps with ({@code process.hrtime}).
+ *
+ * <p>{@code cost} (bench/workloads/redisson-java-cost.ts) is the cost section's uncontended call, an
+ * {@code RLock} {@code lock()} + {@code unlock()} ({@code --op lock}) or {@code tryLock(0 ms)} +
+ * {@code unlock()} ({@code --op trylock}), both with the watchdog, on names never used before. After
+ * {@code ready} it reads {@code window <phase> <count>} lines from stdin, runs {@code count} operations
+ * on {@code cost:<phase>:<i>} for each and answers {@code window\t<json>} (its wall time and this
+ * JVM's CPU time); {@code end} ends it. The bench measures Redis around each window.
  */
 public final class RedissonBench {
     private static final PrintStream OUT = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
@@ -51,7 +58,7 @@ public final class RedissonBench {
     private RedissonBench() {}
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 1) throw new IllegalArgumentException("usage: RedissonBench <w1|w4> --address redis://host:port [--name value...]");
+        if (args.length < 1) throw new IllegalArgumentException("usage: RedissonBench <w1|w4|cost> --address redis://host:port [--name value...]");
         Map<String, String> options = parse(args);
         Config config = new Config();
         config.useSingleServer().setAddress(options.getOrDefault("address", "redis://127.0.0.1:6379"));
@@ -64,6 +71,9 @@ public final class RedissonBench {
                     break;
                 case "w4":
                     result = w4(redisson, options);
+                    break;
+                case "cost":
+                    result = cost(redisson, options);
                     break;
                 default:
                     throw new IllegalArgumentException("unknown workload " + args[0]);
@@ -94,19 +104,29 @@ public final class RedissonBench {
         if (!run(redisson, name, () -> {})) throw new IllegalStateException("uncontended lock not acquired: " + name);
     }
 
+    /** One uncontended operation on a lock name. */
+    private interface Op {
+        void run(RedissonClient redisson, String name) throws InterruptedException;
+    }
+
     /**
      * The JIT warm-up: uncontended calls on `prefix<n>` (64 cycling keys) until the JIT compiler has
      * been quiet for `quietMs` (no compilation time added: Redisson's path compiled, C2 included),
      * after at least `minOps` calls, at most `maxMs`. Returns {calls, ms}.
      */
     private static double[] warmUp(RedissonClient redisson, String prefix, long minOps, long quietMs, long maxMs) throws InterruptedException {
+        return warmUp(redisson, RedissonBench::call, prefix, minOps, quietMs, maxMs);
+    }
+
+    /** The same, warming up `op`: the path the window will run. */
+    private static double[] warmUp(RedissonClient redisson, Op op, String prefix, long minOps, long quietMs, long maxMs) throws InterruptedException {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         double started = nowMs();
         double lastCompiled = started;
         long compileMs = jit.getTotalCompilationTime();
         long done = 0;
         for (;;) {
-            call(redisson, prefix + (done % W1_KEYS));
+            op.run(redisson, prefix + (done % W1_KEYS));
             done++;
             if (done % 100 != 0) continue;
             double now = nowMs();
@@ -193,6 +213,49 @@ public final class RedissonBench {
         return "{\"releasedAt\":" + json(releasedAt) + ",\"acquiredAt\":" + json(acquiredAt) + ",\"askedAt\":" + json(askedAt)
                 + ",\"giveUps\":" + giveUps
                 + ",\"warmupOps\":" + (long) warmup[0] + ",\"warmupMs\":" + warmup[1] + "}";
+    }
+
+    /** The cost section's `lock()` + `unlock()`: blocks until held (at once, uncontended), watchdog lease. */
+    private static void lockUnlock(RedissonClient redisson, String name) {
+        RLock lock = redisson.getLock(name);
+        lock.lock();
+        lock.unlock();
+    }
+
+    /** The cost section's `tryLock(0 ms)` + `unlock()`: no wait, watchdog lease. */
+    private static void tryLockUnlock(RedissonClient redisson, String name) throws InterruptedException {
+        RLock lock = redisson.getLock(name);
+        if (!lock.tryLock(0, TimeUnit.MILLISECONDS)) throw new IllegalStateException("uncontended lock not acquired: " + name);
+        lock.unlock();
+    }
+
+    /**
+     * The cost section's subject: JIT warm-up on `op`, then the windows the bench asks for on stdin
+     * (`window <phase> <count>`, answered `window\t{ops, wallMs, cpuUs}`) until `end`. Names are
+     * never used before: `cost:<phase>:<i>`, as bench/workloads/cost.ts's `sequential`.
+     */
+    private static String cost(RedissonClient redisson, Map<String, String> options) throws Exception {
+        String kind = options.getOrDefault("op", "lock");
+        Op op;
+        if (kind.equals("lock")) op = RedissonBench::lockUnlock;
+        else if (kind.equals("trylock")) op = RedissonBench::tryLockUnlock;
+        else throw new IllegalArgumentException("unknown --op " + kind);
+        double[] warmup = warmUp(redisson, op, "cost:warmup:", number(options, "warmup"), number(options, "jit-quiet-ms"), number(options, "jit-max-ms"));
+        OUT.println("ready");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null && !line.equals("end")) {
+            String[] words = line.trim().split(" ");
+            if (words.length != 3 || !words[0].equals("window")) throw new IllegalArgumentException("expected window <phase> <count>: " + line);
+            int count = Integer.parseInt(words[2]);
+            double cpuBefore = cpuUs();
+            double started = nowMs();
+            for (int i = 0; i < count; i++) op.run(redisson, "cost:" + words[1] + ":" + i);
+            double wallMs = nowMs() - started;
+            double cpu = cpuUs() - cpuBefore;
+            OUT.println("window\t{\"ops\":" + count + ",\"wallMs\":" + wallMs + ",\"cpuUs\":" + cpu + "}");
+        }
+        return "{\"warmupOps\":" + (long) warmup[0] + ",\"warmupMs\":" + warmup[1] + "}";
     }
 
     /** Holding the lock: announce hand-off i, hold a while, stamp the release. */
