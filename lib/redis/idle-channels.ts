@@ -13,9 +13,11 @@ export const MAX_IDLE_CHANNELS = 1_000;
 /**
  * Subscriptions kept for `IDLE_CHANNEL_MS` after their last waiter left with the lock, so that the
  * hand-off's grantee does not send an UNSUBSCRIBE between the grant and its body, and the next wait
- * of this process on the same lock needs no SUBSCRIBE. Only what left with the lock idles: a wait
- * that ended without it (timed out, cancelled) unsubscribes at once, as before. Nobody sits on an
- * idle channel, so a message on it is dropped, as on an unsubscribed one.
+ * of this process on the same lock needs no SUBSCRIBE. Only a process's channel of a lock (plain,
+ * read-write, semaphore waiters) idles, and only once its last waiter left with the lock: a wait that
+ * ended without it (timed out, cancelled) and an owner's own channel (a fair waiter's) unsubscribe at
+ * once, as before. Nobody sits on an idle channel, so a message on it is dropped, as on an
+ * unsubscribed one.
  */
 export class IdleChannels {
   private readonly idle = new Map<string, ChannelSeats>();

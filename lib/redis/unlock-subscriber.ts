@@ -166,9 +166,11 @@ export class UnlockSubscriber {
       this.channels.delete(waiter.channel);
       if (seats.shared !== undefined) this.sharedChannels.delete(seats.shared);
       if (this.closedWith) return;
-      // Left with the lock: kept a while (no UNSUBSCRIBE between a grant and its body). Without it
-      // (timed out, cancelled): unsubscribed now.
-      if (acquired && seats.active) this.idle.keep(waiter.channel, seats);
+      // Left with the lock: a process's channel (the lock's own one shared on it) is kept a while,
+      // for this process's next wait (no UNSUBSCRIBE between a grant and its body either). Without
+      // the lock (timed out, cancelled), or an owner's own channel (a fair waiter's, never waited on
+      // again): unsubscribed now.
+      if (acquired && seats.active && seats.shared !== undefined) this.idle.keep(waiter.channel, seats);
       else this.unsubscribe(subscribedChannels(waiter.channel, seats));
     }
   }

@@ -209,13 +209,13 @@ class MessageConnection extends EventEmitter {
   readonly subscribed: string[] = [];
   readonly unsubscribed: string[] = [];
 
-  async subscribe(channel: string): Promise<number> {
-    this.subscribed.push(channel);
+  async subscribe(...channels: string[]): Promise<number> {
+    this.subscribed.push(...channels);
     return 1;
   }
 
-  async unsubscribe(channel: string): Promise<number> {
-    this.unsubscribed.push(channel);
+  async unsubscribe(...channels: string[]): Promise<number> {
+    this.unsubscribed.push(...channels);
     return 0;
   }
 
@@ -257,7 +257,7 @@ describe('UnlockSubscriber seats', () => {
   it('keeps a channel subscribed for IDLE_CHANNEL_MS after its last waiter left with the lock: the next wait needs no SUBSCRIBE', async () => {
     jest.useFakeTimers();
     try {
-      const first = subscriber.seat('a');
+      const first = subscriber.seat('a', undefined, 'a-lock');
       expect(await subscriber.subscribed(first, 1_000)).toBe(true);
       subscriber.leave(first, true);
       // Nobody waits: counted as no channel, but still subscribed (no UNSUBSCRIBE on the hand-off's path).
@@ -265,9 +265,9 @@ describe('UnlockSubscriber seats', () => {
       expect(subscriber.hasWaiters('a')).toBe(false);
       expect(connection.unsubscribed).toEqual([]);
       jest.advanceTimersByTime(IDLE_CHANNEL_MS / 2);
-      const again = subscriber.seat('a');
+      const again = subscriber.seat('a', undefined, 'a-lock');
       expect(subscriber.isSubscribed(again)).toBe(true);
-      expect(connection.subscribed).toEqual(['a']);
+      expect(connection.subscribed).toEqual(['a', 'a-lock']);
       // A message on it reaches the new seat.
       connection.publish('a', WAKE_ALL);
       expect(again.pendingWake).toBe(true);
@@ -275,28 +275,33 @@ describe('UnlockSubscriber seats', () => {
       jest.advanceTimersByTime(IDLE_CHANNEL_MS - 1);
       expect(connection.unsubscribed).toEqual([]);
       jest.advanceTimersByTime(1);
-      expect(connection.unsubscribed).toEqual(['a']);
+      expect(connection.unsubscribed).toEqual(['a', 'a-lock']);
       // After that a new seat subscribes anew.
-      const late = subscriber.seat('a');
+      const late = subscriber.seat('a', undefined, 'a-lock');
       expect(subscriber.isSubscribed(late)).toBe(false);
       expect(await subscriber.subscribed(late, 1_000)).toBe(true);
-      expect(connection.subscribed).toEqual(['a', 'a']);
+      expect(connection.subscribed).toEqual(['a', 'a-lock', 'a', 'a-lock']);
+      // An owner's own channel (no lock channel shared on it: a fair waiter's) is not kept.
+      const owners = subscriber.seat('owner');
+      expect(await subscriber.subscribed(owners, 1_000)).toBe(true);
+      subscriber.leave(owners, true);
+      expect(connection.unsubscribed).toEqual(['a', 'a-lock', 'owner']);
     } finally {
       jest.useRealTimers();
     }
   });
 
   it('a channel idle when the connection drops is subscribed again by its next waiter', async () => {
-    const first = subscriber.seat('a');
+    const first = subscriber.seat('a', undefined, 'a-lock');
     expect(await subscriber.subscribed(first, 1_000)).toBe(true);
     subscriber.leave(first, true);
     connection.emit('close');
-    const again = subscriber.seat('a');
+    const again = subscriber.seat('a', undefined, 'a-lock');
     expect(subscriber.isSubscribed(again)).toBe(false);
     expect(await subscriber.subscribed(again, 1_000)).toBe(true);
-    expect(connection.subscribed).toEqual(['a', 'a']);
+    expect(connection.subscribed).toEqual(['a', 'a-lock', 'a', 'a-lock']);
     subscriber.leave(again, false);
-    expect(connection.unsubscribed).toEqual(['a']);
+    expect(connection.unsubscribed).toEqual(['a', 'a-lock']);
   });
 
   it('"one" wakes the longest-waiting seat not woken yet, "all" wakes every seat', () => {
