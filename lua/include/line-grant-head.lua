@@ -24,6 +24,7 @@
 local grantedTo = false
 local channel = lockKey .. ':channel'
 -- #include line-waiter-channel
+-- #include line-seat-heard
 local headBudget = 500
 -- #include line-live-head
 if entry then
