@@ -18,10 +18,12 @@
 -- headBudget is how many entries this script may still pop; it is decremented.
 -- Expects  lineKey, deadlinesKey, seenKey, now, headBudget, callerEntry, waiterChannelOf,
 --          seatHeard (line-seat-heard)
--- Defines  entry (the live head, not popped, or false), headBlocked
+-- Defines  entry (the live head, not popped, or false), headBlocked,
+--          skippedUnheard (an entry was skipped for its channel going unheard)
 
 local entry = false
 local headBlocked = false
+local skippedUnheard = false
 while true do
   local head = redis.call('lindex', lineKey, 0)
   if not head then break end
@@ -34,6 +36,7 @@ while true do
     local headOwner, headKind = string.match(head, '^(%S+) %S+ %d+ ([pfrw])$')
     if headOwner and headRecord and string.sub(headRecord, -2) == ' s' and not seatHeard(headKind, headOwner) then
       live = false
+      skippedUnheard = true
       if headClient then
         redis.call('hset', seenKey, '~dead:' .. headClient, now)
       end
