@@ -2,10 +2,11 @@ import type { TestingModule } from '@nestjs/testing';
 import type { ChildProcess } from 'node:child_process';
 import type Redis from 'ioredis';
 import type { Cluster } from 'ioredis';
-import { LockService } from '../../lib';
+import { FairLockService, LockService } from '../../lib';
 import { LockKeys } from '../../lib/redis/lock-keys';
 import { LuaScript } from '../../lib/redis/lua-script';
 import { printed, spawnFixture } from '../support/child-process';
+import { DelayRelay } from '../support/delay-relay';
 import { createLockApp } from '../support/lock-app';
 import { describeOnCluster, shardSubscribers, startRedisCluster, TestRedisCluster } from '../support/redis-cluster';
 import { startRedis, TestRedis } from '../support/redis-server';
@@ -115,6 +116,9 @@ describe('dead waiters (docs/hand-off-protocol.md#dead-waiters)', () => {
   let raw: Redis;
   let holderApp: TestingModule;
   let liveApp: TestingModule;
+  /** A live process 300 ms away from Redis each way: its newcomer stands unheard for ~600 ms. */
+  let relay: DelayRelay;
+  let farApp: TestingModule;
   let listeners: Listeners;
   let seq = 0;
   const fresh = () => `dead-waiters-${++seq}`;
@@ -125,11 +129,15 @@ describe('dead waiters (docs/hand-off-protocol.md#dead-waiters)', () => {
     listeners = async (channel) => Number(((await raw.call('PUBSUB', 'NUMSUB', channel)) as [string, number])[1]);
     holderApp = await createLockApp({ redis: redis.url, fairLockWaiterTimeout: GRANT_LEASE_MS });
     liveApp = await createLockApp({ redis: redis.url, fairLockWaiterTimeout: GRANT_LEASE_MS });
+    relay = await DelayRelay.start(redis.port, 300);
+    farApp = await createLockApp({ redis: relay.url, fairLockWaiterTimeout: 10_000, commandTimeout: 5_000 });
   });
 
   afterAll(async () => {
     await holderApp?.close();
     await liveApp?.close();
+    await farApp?.close();
+    await relay?.stop();
     raw?.disconnect();
     await redis?.stop();
   });
@@ -196,6 +204,23 @@ describe('dead waiters (docs/hand-off-protocol.md#dead-waiters)', () => {
    * here by hand, as a waiter `newcomer:1` whose channel the test subscribes (or not).
    */
   describe('a live newcomer is never judged by its channel', () => {
+    it('a fair waiter whose first attempt joined the line before its seat was subscribed is granted the lock, not skipped', async () => {
+      const name = fresh();
+      const lockKey = `lock:{${name}}`;
+      const holder = holderApp.get(LockService).getLock(name);
+      await holder.lock();
+      const fair = farApp.get(FairLockService).getLock(name);
+      const acquired = fair.tryLock({ waitTime: 30_000 });
+      await waitFor(async () => (await raw.zcard(LockKeys.lineDeadlines(lockKey))) === 1, { what: 'the fair newcomer in line' });
+      const owner = (/^(\S+) /.exec((await raw.lrange(LockKeys.line(lockKey), 0, 0))[0]) as RegExpExecArray)[1];
+      // Its subscription is still on its way: nobody hears its channel yet.
+      expect(await listeners(LockKeys.waiterChannel(lockKey, owner))).toBe(0);
+      await holder.unlock();
+      expect(await raw.hexists(lockKey, owner)).toBe(1);
+      expect(await acquired).toBe(true);
+      await fair.unlock();
+    }, 30_000);
+
     const acquire = LuaScript.named('reentrant-acquire');
     const attempt = (name: string, stamp: string): Promise<unknown> => {
       const lockKey = `lock:{${name}}`;
