@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type { ChildProcess } from 'node:child_process';
 import type Redis from 'ioredis';
 import type { Cluster } from 'ioredis';
-import { FairLockService, LockService } from '../../lib';
+import { FairLockService, LockService, ReadWriteLockService } from '../../lib';
 import { LockKeys } from '../../lib/redis/lock-keys';
 import { LuaScript } from '../../lib/redis/lua-script';
 import { printed, spawnFixture } from '../support/child-process';
@@ -36,9 +36,9 @@ interface Crash {
 }
 
 /** Every entry's last-attempt record, by entry. */
-async function records(raw: Raw, name: string): Promise<string[]> {
-  const entries = await raw.lrange(`lock:{${name}}:line`, 0, -1);
-  return Promise.all(entries.map(async (entry) => (await raw.hget(`lock:{${name}}:seen`, entry)) ?? ''));
+async function records(raw: Raw, lockKey: string): Promise<string[]> {
+  const entries = await raw.lrange(`${lockKey}:line`, 0, -1);
+  return Promise.all(entries.map(async (entry) => (await raw.hget(`${lockKey}:seen`, entry)) ?? ''));
 }
 
 /**
@@ -46,27 +46,28 @@ async function records(raw: Raw, name: string): Promise<string[]> {
  * ' s'), kills the process and waits until Redis shows its subscription gone. With `unjudged`, the
  * records lose that mark afterwards: waiters killed before they attempted since subscribing.
  */
-async function killedWithWaiters(target: string, raw: Raw, listeners: Listeners, name: string, unjudged = false): Promise<Crash> {
-  const child: ChildProcess = spawnFixture('many-waiters', [target, name, String(GRANT_LEASE_MS), String(DEAD_WAITERS)]);
+async function killedWithWaiters(target: string, raw: Raw, listeners: Listeners, name: string, unjudged = false, kind = 'plain'): Promise<Crash> {
+  const lockKey = kind === 'write' ? `lock:rw:{${name}}` : `lock:{${name}}`;
+  const child: ChildProcess = spawnFixture('many-waiters', [target, name, String(GRANT_LEASE_MS), String(DEAD_WAITERS), kind]);
   const exited = new Promise((resolve) => child.once('exit', resolve));
   try {
     await printed(child, 'queued');
-    await waitFor(async () => (await records(raw, name)).filter((record) => record.endsWith(' s')).length === DEAD_WAITERS, {
+    await waitFor(async () => (await records(raw, lockKey)).filter((record) => record.endsWith(' s')).length === DEAD_WAITERS, {
       what: 'every dead-to-be waiter to attempt with its seat subscribed',
     });
   } finally {
     child.kill('SIGKILL');
     await exited;
   }
-  const entries = await raw.lrange(`lock:{${name}}:line`, 0, -1);
+  const entries = await raw.lrange(`${lockKey}:line`, 0, -1);
   expect(entries).toHaveLength(DEAD_WAITERS);
   const client = (/^(\S+):\d+ /.exec(entries[0]) as RegExpExecArray)[1];
-  const channel = LockKeys.clientChannel(`lock:{${name}}`, client);
+  const channel = LockKeys.clientChannel(lockKey, client);
   await waitFor(async () => (await listeners(channel)) === 0, { what: "the killed process's subscription to end" });
   if (unjudged) {
     for (const entry of entries) {
-      const record = (await raw.hget(`lock:{${name}}:seen`, entry)) as string;
-      await raw.hset(`lock:{${name}}:seen`, entry, record.replace(/ s$/, ''));
+      const record = (await raw.hget(`${lockKey}:seen`, entry)) as string;
+      await raw.hset(`${lockKey}:seen`, entry, record.replace(/ s$/, ''));
     }
   }
   return { channel };
@@ -175,6 +176,17 @@ describe('dead waiters (docs/hand-off-protocol.md#dead-waiters)', () => {
       if (await lock.isHeldByCurrentOwner()) await lock.unlock();
     }, 40_000);
   });
+
+  it('read-write: tryLock({ waitTime: 0 }) takes the write lock released into a line of only dead writers', async () => {
+    const name = fresh();
+    const holder = holderApp.get(ReadWriteLockService).getReadWriteLock(name).writeLock();
+    await holder.lock();
+    await killedWithWaiters(redis.url, raw, listeners, name, false, 'write');
+    await holder.unlock();
+    const writer = liveApp.get(ReadWriteLockService).getReadWriteLock(name).writeLock();
+    expect(await writer.tryLock({ waitTime: 0 })).toBe(true);
+    await writer.unlock();
+  }, 40_000);
 
   describe('that had not attempted since subscribing: one grant lease per crash', () => {
     it(`a live waiter gets the lock about one grant lease after the release, not ${DEAD_WAITERS}`, async () => {
