@@ -8,7 +8,7 @@
 -- costs no grant lease at all when its waiters had subscribed. A live waiter judged so only loses
 -- its place: skipping grants nothing, and its next attempt (a heartbeat, its TTL, the reconnect's
 -- wake-up) joins the line again at its end and clears the mark. The caller's own entry
--- (callerEntry: an attempt in progress) is alive and never judged so.
+-- (callerEntry: an attempt in progress) is alive: neither a mark nor its channel skips it.
 -- At most headBudget entries are popped per script: a line that still starts
 -- with gone entries when it runs out has no live head for this script (entry false, headBlocked
 -- true); the next script goes on from there.
@@ -30,7 +30,7 @@ while true do
   local deadline = tonumber(redis.call('zscore', deadlinesKey, head))
   local headClient = string.match(head, '^(%S+):%d+ ')
   local live = deadline and deadline > now
-    and not (headClient and redis.call('hexists', seenKey, '~dead:' .. headClient) == 1)
+    and (head == callerEntry or not (headClient and redis.call('hexists', seenKey, '~dead:' .. headClient) == 1))
   if live and head ~= callerEntry then
     local headRecord = redis.call('hget', seenKey, head)
     local headOwner, headKind = string.match(head, '^(%S+) %S+ %d+ ([pfrw])$')
