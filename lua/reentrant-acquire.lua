@@ -8,8 +8,9 @@
 --          come first; exists only while someone waits
 -- KEYS[3]  waiter deadlines: sorted set entry -> deadline in ms on the server clock; a waiter that
 --          stops retrying (it crashed) leaves the line once its deadline passes
--- KEYS[4]  when each waiter last attempted: hash entry -> '<ms on the server clock> <send stamp>'
---          (see grant-timing)
+-- KEYS[4]  when each waiter last attempted: hash entry -> '<ms on the server clock> <send stamp>[ s]'
+--          (see grant-timing; ' s': that attempt's seat was subscribed and heard, see line-join);
+--          '~dead:<client id>' marks a client whose entries are skipped (line-live-head)
 -- KEYS[5]  fence: the last fencing token handed out for this name, kept until the clock passes it (see fence-token.lua)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
@@ -25,7 +26,8 @@
 -- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[8]  unlock message (for waiters of an older version)
 -- ARGV[9]  this attempt's send stamp (the waiter's monotonic clock, in µs): kept with the time the
---          attempt reached Redis, so a grant message can date its lease (see grant-timing)
+--          attempt reached Redis, so a grant message can date its lease (see grant-timing); it ends
+--          in ' s' when the waiter's seat is subscribed (line-join checks it with Redis)
 -- Returns  {token} when acquired or re-entered (a re-entry keeps the hold's token), otherwise how
 --          long the caller may wait before retrying, in ms (the lock's TTL, -1 for a lock without
 --          one, or the head waiter's deadline)
@@ -79,6 +81,7 @@ if myEntry ~= '' then
   -- #include server-clock
   -- A plain waiter sleeps until the lock's TTL; a fair one heartbeats.
   local sleepsForMs = string.sub(myEntry, -1) == 'p' and math.max(ttl, 0) or 0
+  local channel = lockKey .. ':channel'
   -- #include line-join
   if ttl ~= -2 then
     -- The hold's release looks for the line only when this is set (reentrant-release.lua).

@@ -11,7 +11,9 @@
 --          come first; exists only while someone waits (see rw-grant-line)
 -- KEYS[4]  waiter deadlines: sorted set entry -> deadline in ms on the server clock (a waiter that
 --          stops retrying leaves the line once it passes)
--- KEYS[5]  when each waiter last attempted: hash entry -> '<ms on the server clock> <send stamp>'
+-- KEYS[5]  when each waiter last attempted: hash entry -> '<ms on the server clock> <send stamp>[ s]'
+--          (' s': that attempt's seat was subscribed and heard, see line-join); '~dead:<client id>'
+--          marks a client whose entries are skipped (line-live-head)
 -- KEYS[6]  fence: the last fencing token handed out for this name (a writer admitted from the line
 --          gets one; see rw-write-acquire.lua)
 -- ARGV[1]  lease in ms
@@ -23,7 +25,8 @@
 --          longest lease a grant to a waiter starts with
 -- ARGV[6]  publish command: 'publish', or 'spublish' on a cluster
 -- ARGV[7]  the fence key's margin in ms (it lives until the clock passes its token, plus this: see fence-token.lua)
--- ARGV[8]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing)
+-- ARGV[8]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing), ending
+--          in ' s' when the waiter's seat is subscribed (line-join checks it with Redis)
 -- ARGV[9]  '1': re-entry only (a body's call chain asking again, docs/owners-and-reentry.md#the-owner-model):
 --          re-enter a hold the owner has (a read, or the write: a downgrade), never start a new one
 -- ARGV[10] '1': a grant answers {fence or -1, since:<owner id>} (the read episode: when the owner's
@@ -124,6 +127,7 @@ end
 local ttl = redis.call('pttl', rwKey)
 if myEntry ~= '' then
   local sleepsForMs = math.max(ttl, 0)
+  local channel = rwKey .. ':channel'
   -- #include line-join
 end
 return ttl

@@ -12,7 +12,8 @@
 -- ARGV[5]  this waiter's line entry when it waits; '' for a single attempt that never joins the line
 -- ARGV[6]  waiter timeout in ms (see rw-read-acquire.lua)
 -- ARGV[7]  publish command: 'publish', or 'spublish' on a cluster
--- ARGV[8]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing)
+-- ARGV[8]  this attempt's send stamp (µs, the waiter's monotonic clock; see grant-timing), ending
+--          in ' s' when the waiter's seat is subscribed (line-join checks it with Redis)
 -- ARGV[9]  '1': re-entry only (a body's call chain asking again, docs/owners-and-reentry.md#the-owner-model):
 --          re-enter the owner's write hold, never start a new one
 -- Returns  {token} when acquired or re-entered (a re-entry keeps the hold's token); -3 when the owner holds only the read lock (an upgrade,
@@ -90,6 +91,7 @@ end
 local ttl = redis.call('pttl', rwKey)
 if myEntry ~= '' then
   local sleepsForMs = math.max(ttl, 0)
+  local channel = rwKey .. ':channel'
   -- #include line-join
 end
 return ttl

@@ -204,3 +204,22 @@ describe('testing kit: the deadlock scripts\' commands answer as on Redis', () =
     ]);
   });
 });
+
+describe('testing kit: PUBSUB NUMSUB and SHARDNUMSUB (the line judges dead waiters by them)', () => {
+  it('count each channel\'s connected subscribers, from a script as from a client, pub/sub and sharded apart', () => {
+    const server = new InMemoryRedis();
+    const listening = { deliver: () => undefined, connected: true };
+    const down = { deliver: () => undefined, connected: false };
+    server.subscribe(listening, 'ch', false);
+    server.subscribe(down, 'ch', false);
+    server.subscribe(listening, 'shard', true);
+    const script = "return { redis.call('pubsub', 'numsub', 'ch', 'shard', 'none'), redis.call('pubsub', 'shardnumsub', 'shard', 'ch') }";
+    expect(server.execute('eval', [script, '0'])).toEqual([
+      ['ch', 1, 'shard', 0, 'none', 0],
+      ['shard', 1, 'ch', 0],
+    ]);
+    server.unsubscribe(listening, 'ch', false);
+    expect(server.execute('pubsub', ['NUMSUB', 'ch'])).toEqual(['ch', 0]);
+    expect(() => server.execute('pubsub', ['channels'])).toThrow(/unknown subcommand/);
+  });
+});

@@ -7,6 +7,8 @@ import { monotonicNow } from '../monotonic-clock';
 /** A connection as the server sees it: where pub/sub messages go. */
 export interface Subscriber {
   deliver(event: 'message' | 'smessage', channel: string, message: string): void;
+  /** Connected now: a real server drops a closed connection's subscriptions (PUBSUB NUMSUB stops counting it). */
+  readonly connected: boolean;
 }
 
 /** Notified when the server goes down or comes back (`setUnavailable`). */
@@ -132,7 +134,22 @@ export class InMemoryRedis {
       if (args.length < 2) throw new ReplyError(`ERR wrong number of arguments for '${command}' command`);
       return this.publish(args[0], args[1], command === 'spublish');
     }
+    if (command === 'pubsub') return this.pubsub(args);
     return this.keyspace.execute(command, args, now);
+  }
+
+  /** PUBSUB NUMSUB / SHARDNUMSUB: each channel and how many connected subscribers hear it. */
+  private pubsub(args: readonly string[]): Reply {
+    const sub = args[0]?.toLowerCase();
+    if (sub !== 'numsub' && sub !== 'shardnumsub') throw new ReplyError(`ERR unknown subcommand '${args[0] ?? ''}'`);
+    const map = sub === 'shardnumsub' ? this.shardChannels : this.channels;
+    const counts: Array<string | number> = [];
+    for (const channel of args.slice(1)) {
+      let count = 0;
+      for (const subscriber of map.get(channel) ?? []) if (subscriber.connected) count += 1;
+      counts.push(channel, count);
+    }
+    return counts;
   }
 
   private publish(channel: string, message: string, sharded: boolean): number {

@@ -131,6 +131,11 @@ export class StandInConnection extends EventEmitter implements Subscriber, Avail
     return this.changeSubscriptions(channels, true, false);
   }
 
+  /** Its subscriptions count (PUBSUB NUMSUB) only while it is connected, as a real socket's. */
+  get connected(): boolean {
+    return this.status === 'ready';
+  }
+
   deliver(event: 'message' | 'smessage', channel: string, message: string): void {
     // A message published while this connection is down never reaches it, as with a real socket.
     if (this.status !== 'ready') return;

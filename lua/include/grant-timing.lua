@@ -7,8 +7,8 @@
 -- and drops a message whose stamp is older than its latest answered attempt
 -- (docs/hand-off-protocol.md). A record without a stamp (missing, or an older version's) gives
 -- '-': the waiter dates nothing from such a message, it attempts and finds its grant that way.
--- Expects  seenRecord (the waiter's last-attempt record '<server ms> <send stamp>', or false), now
+-- Expects  seenRecord (the waiter's last-attempt record '<server ms> <send stamp>[ s]', or false), now
 -- Defines  grantTiming ('<send stamp> <ms since>', or '- 0')
 
-local seenAtText, seenStamp = string.match(seenRecord or '', '^(%d+) (%d+%.?%x*)$')
+local seenAtText, seenStamp = string.match(seenRecord or '', '^(%d+) (%d+%.?%x*) ?s?$')
 local grantTiming = seenAtText and (seenStamp .. ' ' .. math.max(0, now - tonumber(seenAtText))) or '- 0'

@@ -16,7 +16,7 @@
 -- Expects  lockKey, lineKey, deadlinesKey, seenKey, fenceKey, fenceMemoryMs, publishCommand,
 --          unlockMessage, grantCapMs (the waiter timeout), callerEntry ('' when none)
 -- Defines  time, now (server clock), expired, grantedTo (the entry now holding the lock, or false),
---          entry, headBlocked, headBudget
+--          entry, headBlocked, headBudget, skippedUnheard
 
 -- #include server-clock
 -- #include line-drop-expired
@@ -24,6 +24,7 @@
 local grantedTo = false
 local channel = lockKey .. ':channel'
 -- #include line-waiter-channel
+-- #include line-seat-heard
 local headBudget = 500
 -- #include line-live-head
 if entry then
@@ -54,7 +55,9 @@ if entry then
     redis.call(publishCommand, channel .. ':' .. entry, unlockMessage)
   end
 else
-  redis.call(publishCommand, channel, unlockMessage)
+  -- 'all' (every waiter of each process) when an entry was skipped for its channel going unheard:
+  -- a live waiter judged so (its connection blipped) must not sleep out the TTL it was told.
+  redis.call(publishCommand, channel, skippedUnheard and 'all' or unlockMessage)
 end
 -- Only entries left the line: its keys' TTL (the latest deadline's) can only be longer than
 -- needed, by at most the deadline of an entry that left. A line without a live entry (empty, or

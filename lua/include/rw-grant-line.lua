@@ -22,6 +22,7 @@ end
 local grantedAny = false
 local channel = rwKey .. ':channel'
 -- #include line-waiter-channel
+-- #include line-seat-heard
 local noticeMs = 0
 local grantedOwner = ''
 local headBudget = 500

@@ -158,7 +158,10 @@ export class Acquisition<R> extends GrantDelivery<R> implements Sleeper {
 
   /**
    * Sends one attempt, stamped with its send time; once Redis answered it (busy or granted), grant
-   * messages naming an earlier attempt are stale (`takeHanded`).
+   * messages naming an earlier attempt are stale (`takeHanded`). An attempt of a line waiter whose
+   * seat is subscribed says so (' s'): Redis may then judge its entry by whether its channel is
+   * heard (a dead process's is not, lua/include/line-seat-heard.lua); a newcomer that joins before
+   * subscribing never says so, and is never judged that way (docs/hand-off-protocol.md#dead-waiters).
    */
   private send(joinLine: boolean): Promise<AttemptOutcome> {
     const sentAt = monotonicNow();
@@ -166,7 +169,9 @@ export class Acquisition<R> extends GrantDelivery<R> implements Sleeper {
     this.sentAt = sentAt;
     this.sentStamp = stamp;
     this.lastSentJoined = joinLine;
-    const token = joinLine ? `${stamp}.${(this.joinProof ??= randomBytes(8).toString('hex'))}` : '';
+    const { waiter, lineEntry } = this;
+    const seated = waiter !== undefined && lineEntry !== undefined && this.contender.room.isSubscribed?.(waiter) === true;
+    const token = joinLine ? `${stamp}.${(this.joinProof ??= randomBytes(8).toString('hex'))}${seated ? ' s' : ''}` : '';
     return this.contender.attempt(this.leaseMs, this.requestId, joinLine, token, this.join).then((outcome) => {
       if (!(outcome instanceof LockUnavailableError)) {
         if (stamp > this.answeredStamp) this.answeredStamp = stamp;
