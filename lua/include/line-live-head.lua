@@ -4,8 +4,9 @@
 -- one of its owners was neither released nor given back, see line-grant-head), so the dead are
 -- skipped together. An entry whose waiter last attempted with its seat subscribed (its record ends
 -- in ' s', line-join) but whose channel nobody hears now (line-seat-heard) is gone too: its
--- process died (or its subscriber connection is down), and its client is marked dead, so a crash
--- costs no grant lease at all when its waiters had subscribed. A live waiter judged so only loses
+-- process died (or its subscriber connection is down), and its client is marked dead (a fair
+-- waiter's channel is its owner's own: only that entry goes), so a crash costs no grant lease at
+-- all when its waiters had subscribed. A live waiter judged so only loses
 -- its place: skipping grants nothing, and its next attempt (a heartbeat, its TTL, the reconnect's
 -- wake-up) joins the line again at its end and clears the mark. The caller's own entry
 -- (callerEntry: an attempt in progress) is alive: neither a mark nor its channel skips it.
@@ -37,7 +38,9 @@ while true do
     if headOwner and headRecord and string.sub(headRecord, -2) == ' s' and not seatHeard(headKind, headOwner) then
       live = false
       skippedUnheard = true
-      if headClient then
+      -- A process's channel unheard: that whole client goes (its other waiters share the channel).
+      -- A fair waiter's own channel speaks for that owner only: its entry alone is skipped.
+      if headClient and headKind ~= 'f' then
         redis.call('hset', seenKey, '~dead:' .. headClient, now)
       end
     end
