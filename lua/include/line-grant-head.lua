@@ -55,8 +55,10 @@ if entry then
     redis.call(publishCommand, channel .. ':' .. entry, unlockMessage)
   end
 else
-  -- 'all' (every waiter of each process) when an entry was skipped for its channel going unheard:
-  -- a live waiter judged so (its connection blipped) must not sleep out the TTL it was told.
+  -- 'all' (every waiter of each process) when an entry was skipped for its channel going unheard.
+  -- Not for the skipped process itself (its lock channel is on the same unheard connection: its
+  -- reconnect wakes its waiters), but for other processes' waiters the line no longer holds (dropped
+  -- while they stalled), which would otherwise sleep out the TTL they were told.
   redis.call(publishCommand, channel, skippedUnheard and 'all' or unlockMessage)
 end
 -- Only entries left the line: its keys' TTL (the latest deadline's) can only be longer than

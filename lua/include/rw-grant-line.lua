@@ -28,8 +28,13 @@ local grantedOwner = ''
 local headBudget = 500
 while true do
   local rwMode = redis.call('hget', rwKey, 'mode')
+  -- Write-held: nobody can be admitted, so nobody is judged either (line-live-head asks whether the
+  -- head's channel is heard: only where a grant may follow).
+  if rwMode == 'write' then
+    break
+  end
   -- #include line-live-head
-  if rwMode == 'write' or not entry then
+  if not entry then
     break
   end
   -- #include line-entry
