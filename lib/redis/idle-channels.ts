@@ -28,11 +28,6 @@ export class IdleChannels {
     private readonly unsubscribe: (channel: string, seats: ChannelSeats) => void,
   ) {}
 
-  /** Number of channels subscribed with nobody on them right now. */
-  get size(): number {
-    return this.idle.size;
-  }
-
   has(channel: string): boolean {
     return this.idle.has(channel);
   }
