@@ -4,11 +4,11 @@
 -- one of its owners was neither released nor given back, see line-grant-head), so the dead are
 -- skipped together. An entry whose waiter last attempted with its seat subscribed (its record ends
 -- in ' s', line-join) but whose channel nobody hears now (line-seat-heard) is gone too: its
--- process died (or its subscriber connection is down), and its client is marked dead (a fair
--- waiter's channel is its owner's own: only that entry goes), so a crash costs no grant lease at
--- all when its waiters had subscribed. A live waiter judged so only loses
--- its place: skipping grants nothing, and its next attempt (a heartbeat, its TTL, the reconnect's
--- wake-up) joins the line again at its end and clears the mark. The caller's own entry
+-- process died (or its subscriber connection is down). Only that entry goes: no client mark, so a
+-- live fair waiter of the same process (its owner's own channel, heard) keeps its place; a crash
+-- costs no grant lease at all when its waiters had subscribed, each judged as it reaches the head.
+-- A live waiter judged so only loses its place: skipping grants nothing, and its next attempt (a
+-- heartbeat, its TTL, the reconnect's wake-up) joins the line again at its end. The caller's own entry
 -- (callerEntry: an attempt in progress) is alive: neither a mark nor its channel skips it.
 -- At most headBudget entries are popped per script: a line that still starts
 -- with gone entries when it runs out has no live head for this script (entry false, headBlocked
@@ -36,13 +36,11 @@ while true do
     local headRecord = redis.call('hget', seenKey, head)
     local headOwner, headKind = string.match(head, '^(%S+) %S+ %d+ ([pfrw])$')
     if headOwner and headRecord and string.sub(headRecord, -2) == ' s' and not seatHeard(headKind, headOwner) then
+      -- Only this entry: its channel speaks for its own waiters, not for the client's others (a
+      -- fair waiter of the same process hears its owner's own channel). A dead process's other
+      -- entries are judged the same way as they come to the head: one NUMSUB each.
       live = false
       skippedUnheard = true
-      -- A process's channel unheard: that whole client goes (its other waiters share the channel).
-      -- A fair waiter's own channel speaks for that owner only: its entry alone is skipped.
-      if headClient and headKind ~= 'f' then
-        redis.call('hset', seenKey, '~dead:' .. headClient, now)
-      end
     end
   end
   if live then
